@@ -1,0 +1,55 @@
+"""A driver for an accelerator that is not there.
+
+It reports one FPGA-typed card with 16 functions on every host, so the
+all-in-one and functional tests run the whole flow without hardware.
+"""
+
+import json
+import re
+
+from cyborg.accelerator.drivers import base
+from cyborg.objects import driver_device as dd
+
+PCI_ADDRESS = {'domain': '0000', 'bus': '0c', 'device': '00',
+               'function': '0'}
+NUM_FUNCTIONS = 16
+VENDOR_ID = '0xABCD'
+PRODUCT_ID = '0xabcd'
+RESOURCE_CLASS = 'FPGA'
+TRAIT = 'CUSTOM_FAKE_DEVICE'
+
+
+def _pci_info(function):
+    return json.dumps(dict(PCI_ADDRESS, function=str(function)),
+                      sort_keys=True)
+
+
+class FakeDriver(base.AcceleratorDriver):
+
+    device_type = 'FPGA'
+
+    def deployable_name(self):
+        return re.sub(r'[^A-Za-z0-9_-]', '_', self.conf.host) + '_FakeDevice'
+
+    def discover(self):
+        handles = [dd.DriverAttachHandle(attach_type='TEST_PCI',
+                                         attach_info=_pci_info(function),
+                                         in_use=False)
+                   for function in range(1, NUM_FUNCTIONS + 1)]
+        deployable = dd.DriverDeployable(
+            name=self.deployable_name(), num_accelerators=NUM_FUNCTIONS,
+            driver_name='FAKEDRIVER',
+            attribute_list=[dd.DriverAttribute(key='rc',
+                                               value=RESOURCE_CLASS),
+                            dd.DriverAttribute(key='trait0', value=TRAIT)],
+            attach_handle_list=handles)
+        device = dd.DriverDevice(
+            vendor=VENDOR_ID, model='miss model info', type=self.device_type,
+            std_board_info=json.dumps({'device_id': PRODUCT_ID,
+                                       'class': 'Fake class'}),
+            vendor_board_info='fake_vendor_info',
+            controlpath_id=dd.DriverControlPathID(
+                cpid_type='PCI', cpid_info=json.dumps(PCI_ADDRESS,
+                                                      sort_keys=True)),
+            deployable_list=[deployable], stub=False)
+        return [device]

@@ -1,0 +1,39 @@
+"""Request context: who is calling, carried through API, RPC and DB."""
+
+from oslo_context import context
+from oslo_db.sqlalchemy import enginefacade
+
+
+@enginefacade.transaction_context_provider
+class RequestContext(context.RequestContext):
+    """A context that also carries an oslo.db transaction."""
+
+    def __init__(self, service_roles=None, **kwargs):
+        super().__init__(**kwargs)
+        self.service_roles = list(service_roles or [])
+
+    @property
+    def is_service(self):
+        """True when a service token with a service role came along."""
+        return bool(self.service_roles)
+
+    def to_policy_values(self):
+        values = super().to_policy_values()
+        values['is_admin'] = self.is_admin
+        return values
+
+    def to_dict(self):
+        values = super().to_dict()
+        values['service_roles'] = self.service_roles
+        return values
+
+    @classmethod
+    def from_dict(cls, values, **kwargs):
+        kwargs.setdefault('service_roles', values.get('service_roles'))
+        return super().from_dict(values, **kwargs)
+
+
+def get_admin_context():
+    """A context for work the services do on their own behalf."""
+    return RequestContext(is_admin=True, roles=['admin'],
+                          overwrite=False)

@@ -1,0 +1,80 @@
+"""oslo.messaging plumbing: transports, serializer, clients and servers."""
+
+import oslo_messaging as messaging
+from oslo_messaging.rpc import dispatcher
+
+from cyborg.common import context as cyborg_context
+from cyborg.objects import base as objects_base
+
+CONDUCTOR_TOPIC = 'cyborg-conductor'
+AGENT_TOPIC = 'cyborg-agent'
+
+ALLOWED_EXMODS = ['cyborg.common.exception']
+
+_TRANSPORT = None
+_NOTIFICATION_TRANSPORT = None
+_NOTIFIER = None
+
+
+def set_defaults(control_exchange='cyborg'):
+    messaging.set_transport_defaults(control_exchange)
+
+
+def init(conf):
+    """Create the process's transports; call once at service start."""
+    global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER
+    _TRANSPORT = messaging.get_rpc_transport(
+        conf, allowed_remote_exmods=ALLOWED_EXMODS)
+    _NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
+        conf, allowed_remote_exmods=ALLOWED_EXMODS)
+    _NOTIFIER = messaging.Notifier(
+        _NOTIFICATION_TRANSPORT, serializer=RequestContextSerializer(),
+        topics=['versioned_notifications'])
+
+
+def cleanup():
+    global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER
+    for transport in (_TRANSPORT, _NOTIFICATION_TRANSPORT):
+        if transport is not None:
+            transport.cleanup()
+    _TRANSPORT = _NOTIFICATION_TRANSPORT = _NOTIFIER = None
+
+
+def initialized():
+    return _TRANSPORT is not None
+
+
+class RequestContextSerializer(messaging.Serializer):
+    """Carries the request context and versioned objects over RPC."""
+
+    def __init__(self, base=None):
+        self._base = base or objects_base.CyborgObjectSerializer()
+
+    def serialize_entity(self, context, entity):
+        return self._base.serialize_entity(context, entity)
+
+    def deserialize_entity(self, context, entity):
+        return self._base.deserialize_entity(context, entity)
+
+    def serialize_context(self, context):
+        return context.to_dict()
+
+    def deserialize_context(self, context):
+        return cyborg_context.RequestContext.from_dict(context)
+
+
+def get_client(target, version_cap=None):
+    return messaging.get_rpc_client(
+        _TRANSPORT, target, version_cap=version_cap,
+        serializer=RequestContextSerializer())
+
+
+def get_server(target, endpoints):
+    return messaging.get_rpc_server(
+        _TRANSPORT, target, endpoints, executor='threading',
+        serializer=RequestContextSerializer(),
+        access_policy=dispatcher.DefaultRPCAccessPolicy)
+
+
+def get_notifier(publisher_id):
+    return _NOTIFIER.prepare(publisher_id=publisher_id)

@@ -1,0 +1,95 @@
+"""What every cyborg daemon shares: preparing config and logging, and the
+RPC service that hosts a manager."""
+
+import sys
+
+from oslo_config import cfg
+from oslo_log import log as logging
+import oslo_messaging as messaging
+from oslo_service import service
+
+from cyborg.common import rpc
+from cyborg import conf as cyborg_conf
+from cyborg.conf import opts as conf_opts
+from cyborg import objects
+from cyborg import version
+
+LOG = logging.getLogger(__name__)
+CONF = cyborg_conf.CONF
+
+
+def prepare_service(argv=None, conf=CONF, default_config_files=None):
+    """Parse the command line and config files, set up logging."""
+    argv = sys.argv if argv is None else argv
+    logging.register_options(conf)
+    rpc.set_defaults()
+    conf_opts.set_lib_defaults()
+    conf(argv[1:], project='cyborg', version=version.version_string(),
+         default_config_files=default_config_files)
+    logging.setup(conf, 'cyborg')
+    objects.register_all()
+
+
+class RPCService(service.Service):
+    """An RPC server on ``topic`` with ``manager`` as its endpoint.
+
+    The manager may define ``init_host()``, ``del_host()`` and
+    ``periodic_tasks()`` returning ``(interval, callable)`` pairs that run
+    in timers for the life of the service.
+    """
+
+    def __init__(self, host, topic, manager, conf=CONF):
+        super().__init__()
+        self.host = host
+        self.topic = topic
+        self.manager = manager
+        self.conf = conf
+        self.rpcserver = None
+
+    def start(self):
+        super().start()
+        if not rpc.initialized():
+            rpc.init(self.conf)
+        target = messaging.Target(topic=self.topic, server=self.host)
+        self.rpcserver = rpc.get_server(target, [self.manager])
+        self.rpcserver.start()
+        init_host = getattr(self.manager, 'init_host', None)
+        if init_host:
+            init_host()
+        for interval, task in getattr(self.manager, 'periodic_tasks',
+                                      lambda: [])():
+            self.tg.add_timer(interval, _guarded(task), initial_delay=0)
+        LOG.info('Started %s on topic %s as %s', type(self.manager).__name__,
+                 self.topic, self.host)
+
+    def stop(self, graceful=True):
+        if self.rpcserver is not None:
+            self.rpcserver.stop()
+            self.rpcserver.wait()
+        del_host = getattr(self.manager, 'del_host', None)
+        if del_host:
+            del_host()
+        super().stop(graceful=graceful)
+        LOG.info('Stopped %s on topic %s', type(self.manager).__name__,
+                 self.topic)
+
+
+def _guarded(task):
+    """A periodic task whose failure is logged, not fatal to its timer."""
+    def run():
+        try:
+            task()
+        except Exception:
+            LOG.exception('Periodic task %s failed', task.__name__)
+    run.__name__ = task.__name__
+    return run
+
+
+def launch(services, workers=1):
+    """Run ``services`` in this process until SIGTERM or SIGINT."""
+    launcher = service.ServiceLauncher(CONF, restart_method='mutate')
+    for svc in services:
+        launcher.launch_service(svc, workers=workers)
+    return launcher.wait()
+
+

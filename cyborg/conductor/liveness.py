@@ -1,0 +1,75 @@
+"""Host liveness: agents say hello and send heartbeats; hosts that go
+silent are marked down, with a log line and a notification (the seed's
+alarm for an agent that reported before and went away)."""
+
+from oslo_log import log as logging
+
+from cyborg.agent import rpcapi as agent_rpcapi
+from cyborg.common import context as cyborg_context
+from cyborg.common import exception
+from cyborg.common import notifications
+from cyborg.db import hosts as db_hosts
+from cyborg.objects import host as host_obj
+
+LOG = logging.getLogger(__name__)
+
+
+def _host_object(row, drivers):
+    return host_obj.Host.from_db(
+        row, drivers=[host_obj.HostDriver.from_db(d) for d in drivers])
+
+
+class Liveness:
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._agents = None
+
+    @property
+    def agents(self):
+        if self._agents is None:
+            self._agents = agent_rpcapi.AgentAPI()
+        return self._agents
+
+    def hello(self, context, hello):
+        if not hello.hostname:
+            raise exception.Invalid(reason='an agent hello needs a hostname')
+        drivers = [d.as_dict() for d in hello.drivers]
+        row, was_down = db_hosts.record_hello(
+            context, hello.hostname, hello.endpoint, hello.version, drivers)
+        LOG.info('Agent on host %s said hello with drivers %s',
+                 hello.hostname, ', '.join(
+                     '%s (%s)' % (d['name'], d['status']) for d in drivers))
+        host = self.get_host(context, hello.hostname)
+        if was_down:
+            self._came_back(context, host)
+        return host
+
+    def heartbeat(self, context, hostname):
+        try:
+            before = db_hosts.record_heartbeat(context, hostname)
+        except exception.HostNotFound:
+            # We have lost the host (a new database, say): ask its agent to
+            # introduce itself again rather than guess what it runs.
+            LOG.info('Heartbeat from unknown host %s; asking for a hello',
+                     hostname)
+            self.agents.say_hello(context, hostname)
+            return
+        if before == 'down':
+            self._came_back(context, self.get_host(context, hostname))
+
+    def get_host(self, context, hostname):
+        return _host_object(*db_hosts.get_by_hostname(context, hostname))
+
+    def check_hosts(self):
+        context = cyborg_context.get_admin_context()
+        timeout = self.conf.conductor.host_down_timeout
+        for hostname in db_hosts.mark_silent_hosts_down(context, timeout):
+            LOG.warning('Host %s has not been heard from for %d seconds '
+                        'and is now marked down', hostname, timeout)
+            notifications.emit(context, 'host.down', 'ERROR',
+                               self.get_host(context, hostname))
+
+    def _came_back(self, context, host):
+        LOG.warning('Host %s is up again', host.hostname)
+        notifications.emit(context, 'host.up', 'INFO', host)

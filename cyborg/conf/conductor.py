@@ -1,0 +1,28 @@
+"""Options of the [conductor] group."""
+
+from oslo_config import cfg
+
+GROUP = cfg.OptGroup('conductor', title='Options for the cyborg conductor')
+
+opts = [
+    cfg.IntOpt(
+        'host_down_timeout', default=60, min=1,
+        help='Seconds without a hello or heartbeat after which a host is '
+             'considered down. Should be several times [agent] '
+             'heartbeat_interval.'),
+    cfg.IntOpt(
+        'liveness_check_interval', default=10, min=1,
+        help='Seconds between two checks for hosts that went silent.'),
+    cfg.IntOpt(
+        'workers', default=16, min=1,
+        help='Threads serving RPC requests in one conductor.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(GROUP)
+    conf.register_opts(opts, group=GROUP)
+
+
+def list_opts():
+    return {GROUP: opts}

@@ -1,0 +1,36 @@
+"""Entry points for oslo-config-generator."""
+
+from oslo_middleware import cors
+
+from cyborg.conf import agent
+from cyborg.conf import api
+from cyborg.conf import conductor
+from cyborg.conf import database
+from cyborg.conf import default
+from cyborg.conf import services
+
+_MODULES = (default, api, agent, conductor, database, services)
+
+
+def list_opts():
+    """(group, opts) pairs of every cyborg option, for the generator."""
+    merged = {}
+    for module in _MODULES:
+        for group, opts in module.list_opts().items():
+            name = getattr(group, 'name', group)
+            merged.setdefault(name, []).extend(opts)
+    return sorted(merged.items(), key=lambda item: item[0])
+
+
+def set_lib_defaults():
+    """Our defaults for options of the libraries we use."""
+    cors.set_defaults(
+        allow_headers=['X-Auth-Token', 'X-Openstack-Request-Id',
+                       'X-Identity-Status', 'X-Roles', 'X-Service-Catalog',
+                       'X-User-Id', 'X-Tenant-Id', 'OpenStack-API-Version'],
+        expose_headers=['X-Auth-Token', 'X-Openstack-Request-Id',
+                        'X-Subject-Token', 'X-Service-Token',
+                        'OpenStack-API-Version',
+                        'OpenStack-API-Minimum-Version',
+                        'OpenStack-API-Maximum-Version'],
+        allow_methods=['GET', 'PUT', 'POST', 'DELETE', 'PATCH'])

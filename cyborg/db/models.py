@@ -1,0 +1,226 @@
+"""SQLAlchemy models of the cyborg database.
+
+Enumerated values (device types, states, attach types) are strings checked
+by the versioned objects, not database enums: a new device type then needs
+no schema migration (upstream needed five).
+"""
+
+from oslo_db.sqlalchemy import models
+import sqlalchemy as sa
+from sqlalchemy import orm
+
+_TABLE_ARGS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
+
+
+class Base(models.TimestampMixin, models.ModelBase, orm.DeclarativeBase):
+    pass
+
+
+def _uuid_col():
+    return sa.Column(sa.String(36), nullable=False)
+
+
+def _unique_uuid(table):
+    return sa.UniqueConstraint('uuid', name='uniq_%s0uuid' % table)
+
+
+class Host(Base):
+    """A compute host running an agent: liveness and its last report."""
+
+    __tablename__ = 'hosts'
+    __table_args__ = (
+        sa.UniqueConstraint('hostname', name='uniq_hosts0hostname'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    hostname = sa.Column(sa.String(255), nullable=False)
+    status = sa.Column(sa.String(16), nullable=False, default='up')
+    endpoint = sa.Column(sa.String(255))
+    version = sa.Column(sa.String(64))
+    last_seen_at = sa.Column(sa.DateTime, nullable=False)
+    report_hash = sa.Column(sa.String(64))
+    report_generation = sa.Column(sa.Integer, nullable=False, default=0)
+
+
+class HostDriver(Base):
+    """An accelerator driver as loaded by one host's agent."""
+
+    __tablename__ = 'host_drivers'
+    __table_args__ = (
+        sa.UniqueConstraint('host_id', 'name',
+                            name='uniq_host_drivers0host_id0name'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    host_id = sa.Column(sa.Integer,
+                        sa.ForeignKey('hosts.id', ondelete='CASCADE'),
+                        nullable=False)
+    name = sa.Column(sa.String(255), nullable=False)
+    device_type = sa.Column(sa.String(32))
+    version = sa.Column(sa.String(64))
+    status = sa.Column(sa.String(16), nullable=False)
+    error = sa.Column(sa.Text)
+
+
+class Device(Base):
+    __tablename__ = 'devices'
+    __table_args__ = (
+        _unique_uuid('devices'),sa.Index('devices_hostname_idx', 'hostname'),
+                      _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    type = sa.Column(sa.String(32), nullable=False)
+    vendor = sa.Column(sa.String(255), nullable=False)
+    model = sa.Column(sa.String(255), nullable=False)
+    std_board_info = sa.Column(sa.Text)
+    vendor_board_info = sa.Column(sa.Text)
+    hostname = sa.Column(sa.String(255), nullable=False)
+    status = sa.Column(sa.String(32), nullable=False, default='enabled')
+
+
+class ControlpathID(Base):
+    __tablename__ = 'controlpath_ids'
+    __table_args__ = (
+        _unique_uuid('controlpath_ids'),
+        sa.Index('controlpath_ids_device_id_idx', 'device_id'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    device_id = sa.Column(sa.Integer, sa.ForeignKey('devices.id'),
+                          nullable=False)
+    cpid_type = sa.Column(sa.String(32), nullable=False)
+    cpid_info = sa.Column(sa.String(255), nullable=False)
+
+
+class Deployable(Base):
+    __tablename__ = 'deployables'
+    __table_args__ = (
+        _unique_uuid('deployables'),
+        sa.UniqueConstraint('name', name='uniq_deployables0name'),
+        sa.Index('deployables_parent_id_idx', 'parent_id'),
+        sa.Index('deployables_root_id_idx', 'root_id'),
+        sa.Index('deployables_device_id_idx', 'device_id'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    parent_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'))
+    root_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'))
+    name = sa.Column(sa.String(255), nullable=False)
+    num_accelerators = sa.Column(sa.Integer, nullable=False)
+    device_id = sa.Column(sa.Integer, sa.ForeignKey('devices.id'),
+                          nullable=False)
+    rp_uuid = sa.Column(sa.String(36))
+    driver_name = sa.Column(sa.String(100))
+    bitstream_id = sa.Column(sa.String(36))
+
+
+class Attribute(Base):
+    __tablename__ = 'attributes'
+    __table_args__ = (
+        _unique_uuid('attributes'),
+        sa.UniqueConstraint('deployable_id', 'key',
+                            name='uniq_attributes0deployable_id0key'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    deployable_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'),
+                              nullable=False)
+    key = sa.Column(sa.String(255), nullable=False)
+    value = sa.Column(sa.Text, nullable=False)
+
+
+class AttachHandle(Base):
+    __tablename__ = 'attach_handles'
+    __table_args__ = (
+        _unique_uuid('attach_handles'),
+        sa.Index('attach_handles_cpid_id_idx', 'cpid_id'),
+        sa.Index('attach_handles_deployable_id_idx', 'deployable_id'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    deployable_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'),
+                              nullable=False)
+    cpid_id = sa.Column(sa.Integer, sa.ForeignKey('controlpath_ids.id'),
+                        nullable=False)
+    in_use = sa.Column(sa.Boolean, nullable=False, default=False)
+    attach_type = sa.Column(sa.String(32), nullable=False)
+    attach_info = sa.Column(sa.String(255), nullable=False)
+
+
+class DeviceProfile(Base):
+    __tablename__ = 'device_profiles'
+    __table_args__ = (
+        _unique_uuid('device_profiles'),
+        sa.UniqueConstraint('name', name='uniq_device_profiles0name'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    name = sa.Column(sa.String(255), nullable=False)
+    profile_json = sa.Column(sa.Text, nullable=False)
+    description = sa.Column(sa.Text)
+
+
+class ExtendedAcceleratorRequest(Base):
+    __tablename__ = 'extended_accelerator_requests'
+    __table_args__ = (
+        _unique_uuid('extended_accelerator_requests'),
+        sa.Index('extended_arqs_project_id_idx', 'project_id'),
+        sa.Index('extended_arqs_device_profile_id_idx', 'device_profile_id'),
+        sa.Index('extended_arqs_device_rp_uuid_idx', 'device_rp_uuid'),
+        sa.Index('extended_arqs_instance_uuid_idx', 'instance_uuid'),
+        sa.Index('extended_arqs_attach_handle_id_idx', 'attach_handle_id'),
+        sa.Index('extended_arqs_deployable_id_idx', 'deployable_id'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    project_id = sa.Column(sa.String(255))
+    state = sa.Column(sa.String(32), nullable=False, default='Initial')
+    device_profile_id = sa.Column(sa.Integer,
+                                  sa.ForeignKey('device_profiles.id'),
+                                  nullable=False)
+    device_profile_group_id = sa.Column(sa.Integer, nullable=False,
+                                        default=0)
+    hostname = sa.Column(sa.String(255))
+    device_rp_uuid = sa.Column(sa.String(36))
+    instance_uuid = sa.Column(sa.String(36))
+    attach_handle_id = sa.Column(sa.Integer,
+                                 sa.ForeignKey('attach_handles.id'))
+    substate = sa.Column(sa.String(32), nullable=False, default='Initial')
+    deployable_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'))
+
+
+class Accelerator(Base):
+    """An accelerator of the v1 API: a named view of one deployable.
+
+    ``spec_version`` grows with every change of the accelerator's spec, so
+    concurrent writers are detected instead of overwriting each other.
+    """
+
+    __tablename__ = 'accelerators'
+    __table_args__ = (
+        _unique_uuid('accelerators'),
+        sa.UniqueConstraint('name', name='uniq_accelerators0name'),
+        sa.Index('accelerators_deployable_id_idx', 'deployable_id'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    uuid = _uuid_col()
+    name = sa.Column(sa.String(255), nullable=False)
+    deployable_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'))
+    device_type = sa.Column(sa.String(32))
+    acc_type = sa.Column(sa.String(255))
+    acc_capability = sa.Column(sa.Text)
+    vendor_id = sa.Column(sa.String(16))
+    product_id = sa.Column(sa.String(16))
+    remotable = sa.Column(sa.Integer, nullable=False, default=0)
+    state = sa.Column(sa.String(32), nullable=False, default='requested')
+    instance_uuid = sa.Column(sa.String(36))
+    attached_host = sa.Column(sa.String(255))
+    spec_version = sa.Column(sa.Integer, nullable=False, default=1)

@@ -1,0 +1,7 @@
+"""Versioned objects: the data that crosses RPC."""
+
+
+def register_all():
+    # Importing a module registers its objects.
+    __import__('cyborg.objects.driver_device')
+    __import__('cyborg.objects.host')

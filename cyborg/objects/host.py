@@ -1,0 +1,55 @@
+"""Hosts, their agents' hello and the drivers they run."""
+
+from cyborg.objects import base
+from cyborg.objects import fields
+
+
+@base.CyborgObjectRegistry.register
+class HostDriver(base.CyborgObject):
+    """One accelerator driver as an agent loaded it (the driver hello)."""
+
+    # Version 1.0: initial version
+    VERSION = '1.0'
+
+    fields = {
+        'name': fields.StringField(),
+        'device_type': fields.StringField(nullable=True),
+        'version': fields.StringField(nullable=True),
+        'status': fields.DriverStatusField(),
+        'error': fields.StringField(nullable=True),
+    }
+
+
+@base.CyborgObjectRegistry.register
+class AgentHello(base.CyborgObject):
+    """What an agent sends when it starts (the conductor hello)."""
+
+    # Version 1.0: initial version
+    VERSION = '1.0'
+
+    fields = {
+        'hostname': fields.StringField(),
+        'status': fields.StringField(default='READY'),
+        'endpoint': fields.StringField(nullable=True),
+        'version': fields.StringField(nullable=True),
+        'drivers': fields.ListOfObjectsField('HostDriver', default=[]),
+    }
+
+
+@base.CyborgObjectRegistry.register
+class Host(base.CyborgObject):
+    """A host as the conductor records it."""
+
+    # Version 1.0: initial version
+    VERSION = '1.0'
+
+    fields = dict(base.TimestampedObject.fields, **{
+        'id': fields.IntegerField(),
+        'hostname': fields.StringField(),
+        'status': fields.HostStatusField(),
+        'endpoint': fields.StringField(nullable=True),
+        'version': fields.StringField(nullable=True),
+        'last_seen_at': fields.DateTimeField(),
+        'report_generation': fields.IntegerField(),
+        'drivers': fields.ListOfObjectsField('HostDriver', default=[]),
+    })

@@ -1,0 +1,94 @@
+"""Fixtures for tests against real servers: a database of its own on
+SQLite, MariaDB or PostgreSQL, and messaging on RabbitMQ or in-process."""
+
+import uuid
+
+import fixtures
+from oslo_messaging import conffixture
+import sqlalchemy as sa
+
+from cyborg.common import rpc
+from cyborg.db import api as db_api
+from cyborg.db import migration
+from cyborg.db import models
+from cyborg.tests import services
+
+
+def _database_url(server_url, name):
+    return sa.engine.make_url(server_url).set(database=name)
+
+
+class Database(fixtures.Fixture):
+    """A fresh, empty database that cyborg's engine points at.
+
+    ``backend`` is 'sqlite', 'mysql' or 'postgresql'. On the servers a new
+    database is created for the test and dropped after it. The schema is
+    made by the migrations (``schema='migrations'``), from the models
+    (``'models'``, faster), or not at all (``None``).
+    """
+
+    def __init__(self, test, backend='sqlite', schema='models'):
+        super().__init__()
+        self.test = test
+        self.backend = backend
+        self.schema = schema
+
+    def _setUp(self):
+        if self.backend == 'sqlite':
+            self.url = 'sqlite://'
+            self.engine = sa.create_engine(
+                self.url, poolclass=sa.pool.StaticPool,
+                connect_args={'check_same_thread': False})
+        else:
+            self.url = self._create_server_database()
+            self.engine = sa.create_engine(self.url)
+        self.addCleanup(self.engine.dispose)
+        if self.schema == 'models':
+            models.Base.metadata.create_all(self.engine)
+            migration.stamp('head', engine=self.engine)
+        elif self.schema == 'migrations':
+            migration.upgrade('head', engine=self.engine)
+        self.addCleanup(db_api.context_manager.patch_engine(self.engine))
+
+    def _create_server_database(self):
+        server_url = services.require(self.test, self.backend)
+        name = 'cyborg_test_%s' % uuid.uuid4().hex[:12]
+        admin = sa.create_engine(server_url, isolation_level='AUTOCOMMIT')
+        with admin.connect() as connection:
+            connection.execute(sa.text('CREATE DATABASE %s' % name))
+
+        def drop():
+            with admin.connect() as connection:
+                if self.backend == 'postgresql':
+                    connection.execute(sa.text(
+                        'DROP DATABASE IF EXISTS %s WITH (FORCE)' % name))
+                else:
+                    connection.execute(sa.text(
+                        'DROP DATABASE IF EXISTS %s' % name))
+            admin.dispose()
+        self.addCleanup(drop)
+        return _database_url(server_url, name).render_as_string(
+            hide_password=False)
+
+
+class Messaging(fixtures.Fixture):
+    """oslo.messaging on RabbitMQ (``'rabbit'``) or in-process
+    (``'fake'``), with an exchange of its own so tests do not meet."""
+
+    def __init__(self, test, conf, backend='fake'):
+        super().__init__()
+        self.test = test
+        self.conf = conf
+        self.backend = backend
+
+    def _setUp(self):
+        if self.backend == 'rabbit':
+            url = services.require(self.test, 'rabbit')
+        else:
+            url = 'fake:/'
+        messaging_conf = self.useFixture(conffixture.ConfFixture(self.conf))
+        messaging_conf.transport_url = url
+        self.conf.set_override('control_exchange',
+                               'cyborg-test-%s' % uuid.uuid4().hex[:8])
+        rpc.init(self.conf)
+        self.addCleanup(rpc.cleanup)

@@ -1,0 +1,127 @@
+"""The first real exchange: an agent says hello, sends heartbeats, and the
+conductor records the host, its drivers and its liveness."""
+
+import time
+
+from oslo_utils import timeutils
+
+from cyborg.agent import manager as agent_manager
+from cyborg.common import context
+from cyborg.common import rpc
+from cyborg.common import service
+from cyborg.conductor import manager as conductor_manager
+from cyborg.db import hosts as db_hosts
+from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
+
+def wait_for(predicate, timeout=20, interval=0.05):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = predicate()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError('condition not met within %s s' % timeout)
+
+
+class _HelloTests:
+    """Run by the classes at the end against each pair of backends."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(cyborg_fixtures.Database(self, self.db))
+        self.useFixture(cyborg_fixtures.Messaging(self, self.conf,
+                                                  self.transport))
+        self.flags(heartbeat_interval=1, group='agent')
+        self.ctx = context.get_admin_context()
+
+    def _start(self, manager, topic, host):
+        svc = service.RPCService(host, topic, manager)
+        svc.start()
+        self.addCleanup(svc.stop)
+        return svc
+
+    def start_conductor(self, host='conductor-1'):
+        return self._start(conductor_manager.ConductorManager(host, self.conf),
+                           rpc.CONDUCTOR_TOPIC, host)
+
+    def start_agent(self, host):
+        self.flags(host=host)
+        return self._start(agent_manager.AgentManager(host, self.conf),
+                           rpc.AGENT_TOPIC, host)
+
+    def host_row(self, hostname):
+        try:
+            return db_hosts.get_by_hostname(self.ctx, hostname)
+        except Exception:
+            return None
+
+    def test_hello_records_host_and_drivers(self):
+        self.start_conductor()
+        self.flags(enabled_drivers=['fake_driver', 'no_such_driver'],
+                   group='agent')
+        self.start_agent('compute-1')
+        host, drivers = wait_for(lambda: self.host_row('compute-1'))
+        self.assertEqual('up', host.status)
+        self.assertEqual('compute-1', host.endpoint)
+        by_name = {d.name: d for d in drivers}
+        self.assertEqual('READY', by_name['fake_driver'].status)
+        self.assertEqual('FPGA', by_name['fake_driver'].device_type)
+        self.assertEqual('FAILED', by_name['no_such_driver'].status)
+        self.assertIn('no driver of that name', by_name['no_such_driver'].error)
+
+    def test_heartbeats_move_last_seen(self):
+        self.start_conductor()
+        self.start_agent('compute-2')
+        first, _ = wait_for(lambda: self.host_row('compute-2'))
+        later = wait_for(lambda: (
+            self.host_row('compute-2')[0].last_seen_at > first.last_seen_at
+            and self.host_row('compute-2')[0]))
+        self.assertEqual('up', later.status)
+
+    def test_agent_started_before_conductor_registers(self):
+        self.start_agent('compute-3')
+        time.sleep(1.5)
+        self.assertIsNone(self.host_row('compute-3'))
+        self.start_conductor()
+        host, _ = wait_for(lambda: self.host_row('compute-3'))
+        self.assertEqual('up', host.status)
+
+    def test_silent_host_marked_down_then_up_again(self):
+        conductor = self.start_conductor()
+        agent = self.start_agent('compute-4')
+        wait_for(lambda: self.host_row('compute-4'))
+        agent.stop()
+        self.flags(host_down_timeout=1, group='conductor')
+        liveness = conductor.manager.liveness
+        wait_for(lambda: 'compute-4' in db_hosts.mark_silent_hosts_down(
+            self.ctx, 1) or
+            self.host_row('compute-4')[0].status == 'down')
+        self.assertEqual('down', self.host_row('compute-4')[0].status)
+        # A second check finds nothing more to report.
+        self.assertEqual([], db_hosts.mark_silent_hosts_down(self.ctx, 1))
+        liveness.heartbeat(self.ctx, 'compute-4')
+        self.assertEqual('up', self.host_row('compute-4')[0].status)
+
+    def test_heartbeat_from_unknown_host_asks_for_hello(self):
+        self.start_conductor()
+        svc = self.start_agent('compute-5')
+        wait_for(lambda: self.host_row('compute-5'))
+        with db_hosts.db_api.writer.using(self.ctx) as session:
+            session.query(db_hosts.models.Host).delete()
+        self.assertIsNone(self.host_row('compute-5'))
+        svc.manager.conductor.agent_heartbeat(self.ctx, 'compute-5')
+        host, _ = wait_for(lambda: self.host_row('compute-5'))
+        self.assertLessEqual(host.last_seen_at, timeutils.utcnow())
+
+
+class HelloSQLiteInProcessTest(_HelloTests, base.TestCase):
+    db, transport = 'sqlite', 'fake'
+
+
+class HelloMySQLRabbitTest(_HelloTests, base.TestCase):
+    db, transport = 'mysql', 'rabbit'
+
+
+class HelloPostgreSQLRabbitTest(_HelloTests, base.TestCase):
+    db, transport = 'postgresql', 'rabbit'
