@@ -1,0 +1,1 @@
+"""The REST API service: WSGI pipeline, pecan controllers, server."""

@@ -1,0 +1,71 @@
+"""The API's WSGI application, assembled in code.
+
+From the outside in::
+
+    HTTPProxyToWSGI   scheme, host and prefix from a proxy's headers
+    RequestId         x-openstack-request-id on every response
+    CORS              [cors] options
+    /healthcheck      oslo.middleware healthcheck, no auth
+    ParsableError     every 4xx/5xx body becomes the error envelope
+    auth              keystonemiddleware, or noauth ([DEFAULT] auth_strategy)
+    pecan             hooks and the controllers of cyborg.api.controllers
+
+There is no paste file: the pipeline is part of the code, so a deployment
+cannot silently drop a layer, and tests build exactly what runs.
+"""
+
+from oslo_middleware import cors
+from oslo_middleware import healthcheck
+from oslo_middleware import http_proxy_to_wsgi
+from oslo_middleware import request_id
+import pecan
+
+from cyborg.api.controllers import root
+from cyborg.api import hooks
+from cyborg.api.middleware import auth
+from cyborg.api.middleware import parsable_error
+from cyborg import conf as cyborg_conf
+
+CONF = cyborg_conf.CONF
+
+HEALTHCHECK_PATH = '/healthcheck'
+
+
+class PathDispatch:
+    """Sends ``path`` (exactly) to ``special``, everything else to
+    ``app``. The healthcheck is an application of its own, not a filter."""
+
+    def __init__(self, app, path, special):
+        self.app = app
+        self.path = path
+        self.special = special
+
+    def __call__(self, environ, start_response):
+        if environ.get('PATH_INFO') == self.path:
+            return self.special(environ, start_response)
+        return self.app(environ, start_response)
+
+
+def pecan_app():
+    """The controllers with their hooks, JSON only."""
+    return pecan.make_app(
+        root.RootController(),
+        hooks=[hooks.ErrorHook(), hooks.MicroversionHook(),
+               hooks.ContextHook(), hooks.ConductorAPIHook()],
+        default_renderer='json',
+        # /v2 and /v2/ are the same resource; no redirect.
+        force_canonical=False,
+        # A dot in a resource name must not change the content type.
+        guess_content_type_from_ext=False,
+        errors={})
+
+
+def setup_app(conf=CONF):
+    """The whole API pipeline as one WSGI application."""
+    app = auth.setup(pecan_app(), conf)
+    app = parsable_error.ParsableErrorMiddleware(app)
+    app = PathDispatch(app, HEALTHCHECK_PATH,
+                       healthcheck.Healthcheck(None, conf))
+    app = cors.CORS(app, conf)
+    app = request_id.RequestId(app, conf)
+    return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)

@@ -1,0 +1,1 @@
+"""Pecan controllers; the whole URL tree is in ``root`` and ``v2``."""

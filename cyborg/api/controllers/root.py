@@ -1,0 +1,77 @@
+"""The URL tree of the API, top level: ``GET /`` and the version trees.
+
+Routing rule: a first path segment that names a version goes to that
+version's tree (only ``v2`` exists; other ``vN`` are 404); any other
+segment is a resource path without a version prefix and is served by v2,
+so ``/device_profiles`` is ``/v2/device_profiles``. ``route_version`` is
+that rule as a function, used both here and by the microversion hook.
+"""
+
+import re
+
+import pecan
+
+from cyborg.api.controllers import link
+from cyborg.api.controllers import v2 as v2_controller
+from cyborg.api import microversion
+
+NAME = 'OpenStack Cyborg API'
+DESCRIPTION = ('Cyborg manages the lifecycle of hardware accelerators such '
+               'as GPUs, FPGAs, AI chips and crypto or compression '
+               'accelerators in an OpenStack cloud.')
+
+V2 = 'v2'
+_JSON = '.json'
+_VERSION_SEGMENT = re.compile(r'^v\d+(\.\d+)*$')
+
+
+def _segment_version(segment):
+    """The version tree a first path segment belongs to, or None for the
+    root document and for versions this API does not serve."""
+    name = segment[:-len(_JSON)] if segment.endswith(_JSON) else segment
+    if name == V2:
+        return V2
+    if not name or _VERSION_SEGMENT.match(name):
+        return None
+    return V2
+
+
+def route_version(path):
+    """The version tree serving ``path`` (a PATH_INFO), or None."""
+    return _segment_version(path.lstrip('/').partition('/')[0])
+
+
+def v2_summary(request):
+    """The v2 entry of the root document."""
+    return {'id': V2,
+            'status': 'CURRENT',
+            'max_version': str(microversion.MAX_VERSION),
+            'min_version': str(microversion.MIN_VERSION),
+            'links': [link.make_link(request, 'self', V2)]}
+
+
+class RootController:
+
+    v2 = v2_controller.V2Controller()
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        """The version document; needs no authentication."""
+        current = v2_summary(pecan.request)
+        return {'name': NAME,
+                'description': DESCRIPTION,
+                'versions': [current],
+                'default_version': current}
+
+    @pecan.expose()
+    def _lookup(self, primary, *remainder):
+        """Serves ``/v2.json`` and unversioned resource paths from v2."""
+        if primary == V2 + _JSON and not remainder:
+            return self.v2, ['']
+        if primary != V2 and _segment_version(primary) == V2:
+            return self.v2, [primary, *remainder]
+        return None

@@ -1,0 +1,40 @@
+"""The v2 URL tree: ``GET /v2`` and, one attribute each, the resources.
+
+Resource controllers attach to ``V2Controller`` as class attributes named
+like their URL segment, each from its own module (the same file name in
+every layer, see STYLE.md):
+
+* ``device_profiles`` from ``v2/device_profiles.py``
+* ``accelerator_requests`` from ``v2/accelerator_requests.py``
+* ``deployables`` from ``v2/deployables.py``
+* ``devices`` from ``v2/devices.py``
+* ``attributes`` from ``v2/attributes.py``
+
+Unversioned paths (``/devices``) reach this controller too, through
+``RootController._lookup``; nothing else is needed for them.
+"""
+
+import pecan
+
+from cyborg.api.controllers import link
+from cyborg.api import microversion
+
+
+class V2Controller:
+    """Version 2 of the API."""
+
+    # Resource controllers attach here, e.g.
+    #     device_profiles = device_profiles.DeviceProfilesController()
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        """The v2 version document; needs no authentication."""
+        return {'id': 'v2.0',
+                'status': 'CURRENT',
+                'min_version': str(microversion.MIN_VERSION),
+                'max_version': str(microversion.MAX_VERSION),
+                'links': [link.make_link(pecan.request, 'self', 'v2', '')]}

@@ -1,0 +1,68 @@
+"""What an error looks like on the wire, decided in one place.
+
+Clients (python-cyborgclient, openstacksdk) read ``error_message`` from
+the body of a failed response and JSON-decode it again to find
+``faultstring``; so every error body is that double-encoded envelope.
+Status codes come from the exception: cyborg exceptions carry ``code``;
+anything we do not know is a 500 whose details stay in the log.
+"""
+
+from http import client as http
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+import webob.exc
+import wsme.exc
+
+from cyborg.common import exception
+from cyborg.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+GENERIC_MESSAGE = _('An unexpected error prevented the server from '
+                    'fulfilling the request.')
+
+
+def status_and_message(exc):
+    """(HTTP status, client-safe message) for an exception raised while
+    handling a request. Unexpected exceptions are logged here."""
+    if isinstance(exc, exception.CyborgException):
+        status, message = int(exc.code), str(exc)
+    elif isinstance(exc, webob.exc.HTTPException):
+        status, message = exc.code, _http_message(exc)
+    elif isinstance(exc, wsme.exc.ClientSideError):
+        status, message = exc.code, exc.faultstring
+    else:
+        LOG.error('Unexpected error handling the request: %s', exc,
+                  exc_info=exc)
+        return http.INTERNAL_SERVER_ERROR, GENERIC_MESSAGE
+    if status >= http.INTERNAL_SERVER_ERROR:
+        LOG.error('Request failed with %s: %s', status, message)
+    return status, message
+
+
+def _http_message(exc):
+    """webob's detail, else its explanation, else its title where the
+    explanation is only the generic text of the 4xx or 5xx family."""
+    if exc.detail:
+        return exc.detail
+    generic = (webob.exc.HTTPClientError.explanation,
+               webob.exc.HTTPServerError.explanation)
+    return exc.title if exc.explanation in generic else exc.explanation
+
+
+def fault(status, message):
+    """The inner document, in the shape WSME gives its faults."""
+    return {'faultcode': 'Client' if status < 500 else 'Server',
+            'faultstring': message,
+            'debuginfo': None}
+
+
+def envelope(status, message):
+    """The body of an error response: the fault, JSON-encoded, under
+    ``error_message``."""
+    return {'error_message': jsonutils.dumps(fault(status, message))}
+
+
+def envelope_bytes(status, message):
+    return jsonutils.dump_as_bytes(envelope(status, message))

@@ -1,0 +1,98 @@
+"""Pecan hooks: what every request gets before and after its controller.
+
+* ``MicroversionHook``: the requested version of a v2 request
+  (``request.version``) and the version headers on the response.
+* ``ContextHook``: ``request.context``, who is calling.
+* ``ConductorAPIHook``: ``request.conductor_api``, the RPC client.
+* ``ErrorHook``: exceptions become error responses (``cyborg.api.errors``).
+"""
+
+import threading
+
+from pecan import hooks
+import webob.exc
+
+from cyborg.api.controllers import root
+from cyborg.api.middleware import parsable_error
+from cyborg.api import errors
+from cyborg.api import microversion
+from cyborg.common import context
+from cyborg.common import rpc
+from cyborg.conductor import rpcapi
+
+ADMIN_ROLE = 'admin'
+_V2_KEY = 'cyborg.api.v2'
+
+
+def make_context(environ):
+    """The request context from the headers authentication set.
+
+    ``is_admin`` is true exactly when the caller has the ``admin`` role,
+    as upstream does; policies decide everything else.
+    """
+    ctx = context.RequestContext.from_environ(environ)
+    ctx.is_admin = ADMIN_ROLE in ctx.roles
+    return ctx
+
+
+class ContextHook(hooks.PecanHook):
+
+    def before(self, state):
+        state.request.context = make_context(state.request.environ)
+
+
+class ConductorAPIHook(hooks.PecanHook):
+    """One conductor RPC client per process, made on first use.
+
+    The client is made lazily so that it belongs to the worker process
+    serving the request (the app may be built before the workers fork),
+    and only once messaging is set up; before that it is None.
+    """
+
+    def __init__(self):
+        self._api = None
+        self._lock = threading.Lock()
+
+    def _conductor_api(self):
+        if self._api is None and rpc.initialized():
+            with self._lock:
+                if self._api is None:
+                    self._api = rpcapi.ConductorAPI()
+        return self._api
+
+    def before(self, state):
+        state.request.conductor_api = self._conductor_api()
+
+
+class MicroversionHook(hooks.PecanHook):
+    """Parses the version of v2 requests before routing, so an
+    unacceptable version is a 406 even on a path that does not exist."""
+
+    def on_route(self, state):
+        request = state.request
+        request.version = None
+        if root.route_version(request.path_info) == root.V2:
+            request.environ[_V2_KEY] = True
+            request.version = microversion.parse(request.headers)
+
+    def after(self, state):
+        if not state.request.environ.get(_V2_KEY):
+            return
+        response = state.response
+        for name, value in microversion.response_headers(
+                state.request.version):
+            response.headers[name] = value
+        vary = list(response.vary or ())
+        if microversion.HEADER not in vary:
+            response.vary = vary + [microversion.HEADER]
+
+
+class ErrorHook(hooks.PecanHook):
+    """Turns any exception from routing, hooks or controllers into the
+    error envelope with the status the exception maps to."""
+
+    def on_error(self, state, exc):
+        if isinstance(exc, webob.exc.HTTPException) and exc.code < 400:
+            return None  # redirects are responses, not errors
+        return parsable_error.error_response(
+            *errors.status_and_message(exc))

@@ -1,0 +1,178 @@
+"""Exceptions and error responses: status mapping and the envelope."""
+
+import json
+
+import fixtures
+import pecan
+import testtools
+import webob
+import webob.exc
+import wsme.exc
+
+from cyborg.api import errors
+from cyborg.api import hooks
+from cyborg.api.middleware import parsable_error
+from cyborg.common import exception
+
+
+def fault_of(response):
+    """The inner fault of an error response, checking the envelope."""
+    assert response.content_type == 'application/json', response.headers
+    outer = json.loads(response.body)
+    assert list(outer) == ['error_message'], outer
+    return json.loads(outer['error_message'])
+
+
+class StatusAndMessageTest(testtools.TestCase):
+
+    def test_cyborg_exceptions_map_to_their_code(self):
+        cases = [(exception.Invalid(reason='bad'), 400),
+                 (exception.NotAuthorized(), 401),
+                 (exception.PolicyNotAuthorized(action='x:y'), 403),
+                 (exception.HostNotFound(host='h1'), 404),
+                 (exception.InvalidAPIVersion(reason='no'), 406),
+                 (exception.DuplicateName(resource='r', name='n'), 409),
+                 (exception.ServiceUnavailable(reason='later'), 503),
+                 (exception.CyborgException(), 500)]
+        for exc, status in cases:
+            self.assertEqual((status, str(exc)),
+                             errors.status_and_message(exc))
+
+    def test_webob_exceptions(self):
+        self.assertEqual((404, 'The resource could not be found.'),
+                         errors.status_and_message(webob.exc.HTTPNotFound()))
+        self.assertEqual((405, 'Method Not Allowed'),
+                         errors.status_and_message(
+                             webob.exc.HTTPMethodNotAllowed()))
+        self.assertEqual((400, 'why'), errors.status_and_message(
+            webob.exc.HTTPBadRequest(detail='why')))
+
+    def test_wsme_client_errors(self):
+        self.assertEqual((400, 'wrong type'), errors.status_and_message(
+            wsme.exc.ClientSideError('wrong type')))
+
+    def test_unknown_exceptions_are_generic_and_logged(self):
+        log = self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+        status, message = errors.status_and_message(
+            RuntimeError('password=secret'))
+        self.assertEqual(500, status)
+        self.assertEqual(errors.GENERIC_MESSAGE, message)
+        self.assertIn('password=secret', log.output)
+        self.assertIn('RuntimeError', log.output)
+
+    def test_envelope(self):
+        self.assertEqual(
+            {'faultcode': 'Client', 'faultstring': 'no', 'debuginfo': None},
+            json.loads(errors.envelope(404, 'no')['error_message']))
+        self.assertEqual('Server', json.loads(
+            errors.envelope(503, 'x')['error_message'])['faultcode'])
+
+
+def _app(status, body, content_type='application/json', headers=()):
+    def app(environ, start_response):
+        start_response(status, [('Content-Type', content_type),
+                                *headers])
+        return [body]
+    return parsable_error.ParsableErrorMiddleware(app)
+
+
+def _get(app, method='GET'):
+    return webob.Request.blank('/v2/x', method=method).get_response(app)
+
+
+class ParsableErrorMiddlewareTest(testtools.TestCase):
+
+    def test_wsme_fault_is_wrapped(self):
+        body = json.dumps({'faultcode': 'Client', 'faultstring': 'bad uuid',
+                           'debuginfo': 'Traceback...'}).encode()
+        response = _get(_app('400 Bad Request', body, headers=[('X-A', 'b')]))
+        self.assertEqual(400, response.status_int)
+        self.assertEqual({'faultcode': 'Client', 'faultstring': 'bad uuid',
+                          'debuginfo': None}, fault_of(response))
+        self.assertEqual('b', response.headers['X-A'])
+        self.assertEqual(str(len(response.body)),
+                         response.headers['Content-Length'])
+
+    def test_keystonemiddleware_error_is_wrapped(self):
+        body = json.dumps({'error': {'code': 401, 'title': 'Unauthorized',
+                                     'message': 'Authenticate first.'}})
+        response = _get(_app('401 Unauthorized', body.encode()))
+        self.assertEqual('Authenticate first.',
+                         fault_of(response)['faultstring'])
+
+    def test_text_body_gives_the_reason_phrase(self):
+        response = _get(_app('502 Bad Gateway', b'<html>oops</html>',
+                             content_type='text/html'))
+        self.assertEqual({'faultcode': 'Server', 'faultstring': 'Bad Gateway',
+                          'debuginfo': None}, fault_of(response))
+
+    def test_envelope_is_left_alone(self):
+        body = json.dumps(errors.envelope(409, 'taken')).encode()
+        response = _get(_app('409 Conflict', body))
+        self.assertEqual(body, response.body)
+
+    def test_success_and_head_are_left_alone(self):
+        self.assertEqual(b'<ok/>', _get(_app('200 OK', b'<ok/>',
+                                             'text/xml')).body)
+        self.assertEqual(b'', _get(_app('404 Not Found', b'x'),
+                                   method='HEAD').body)
+
+    def test_escaped_exception_is_a_generic_500(self):
+        def app(environ, start_response):
+            raise ValueError('internal detail')
+        self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+        response = _get(parsable_error.ParsableErrorMiddleware(app))
+        self.assertEqual(500, response.status_int)
+        fault = fault_of(response)
+        self.assertEqual(errors.GENERIC_MESSAGE, fault['faultstring'])
+        self.assertNotIn('internal detail', response.text)
+
+
+class _Raiser:
+    """A controller raising what the test puts in ``exc``."""
+
+    exc = None
+
+    @pecan.expose('json')
+    def index(self):
+        raise self.exc
+
+    @pecan.expose('json')
+    def redirect(self):
+        pecan.redirect('/elsewhere', code=302)
+
+
+class ErrorHookTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.root = _Raiser()
+        self.app = pecan.make_app(self.root, hooks=[hooks.ErrorHook()],
+                                  force_canonical=False, errors={})
+
+    def _raise(self, exc):
+        self.root.exc = exc
+        return webob.Request.blank('/').get_response(self.app)
+
+    def test_cyborg_exception(self):
+        response = self._raise(exception.HostNotFound(host='h9'))
+        self.assertEqual(404, response.status_int)
+        self.assertEqual('Host h9 could not be found.',
+                         fault_of(response)['faultstring'])
+
+    def test_unknown_exception(self):
+        self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+        response = self._raise(KeyError('secret'))
+        self.assertEqual(500, response.status_int)
+        self.assertNotIn('secret', response.text)
+
+    def test_routing_404(self):
+        response = webob.Request.blank('/nothing/here').get_response(
+            self.app)
+        self.assertEqual(404, response.status_int)
+        self.assertEqual('Client', fault_of(response)['faultcode'])
+
+    def test_redirects_pass(self):
+        response = webob.Request.blank('/redirect').get_response(self.app)
+        self.assertEqual(302, response.status_int)
+        self.assertTrue(response.location.endswith('/elsewhere'))

@@ -1,0 +1,65 @@
+"""The request context and the conductor client the hooks provide."""
+
+import webob
+
+from cyborg.api import hooks
+from cyborg.common import context
+from cyborg.conductor import rpcapi
+from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
+
+
+def environ(**headers):
+    return webob.Request.blank('/v2/devices', headers=headers).environ
+
+
+class MakeContextTest(base.TestCase):
+
+    def test_identity_from_headers(self):
+        env = environ(**{'X-User-Id': 'u1', 'X-Project-Id': 'p1',
+                         'X-Roles': 'member,reader'})
+        env['openstack.request_id'] = 'req-1'
+        ctx = hooks.make_context(env)
+        self.assertIsInstance(ctx, context.RequestContext)
+        self.assertEqual(('u1', 'p1'), (ctx.user_id, ctx.project_id))
+        self.assertEqual(['member', 'reader'], ctx.roles)
+        self.assertEqual('req-1', ctx.request_id)
+        self.assertFalse(ctx.is_admin)
+        self.assertFalse(ctx.is_service)
+
+    def test_admin_iff_admin_role(self):
+        self.assertTrue(hooks.make_context(
+            environ(**{'X-Roles': 'reader,admin'})).is_admin)
+        self.assertFalse(hooks.make_context(
+            environ(**{'X-Roles': 'administrator'})).is_admin)
+
+    def test_service_roles(self):
+        ctx = hooks.make_context(environ(**{'X-Roles': 'member',
+                                            'X-Service-Roles': 'service'}))
+        self.assertEqual(['service'], ctx.service_roles)
+        self.assertTrue(ctx.is_service)
+        self.assertTrue(ctx.to_policy_values()['service_roles'])
+
+
+class _State:
+    def __init__(self):
+        self.request = webob.Request.blank('/v2')
+
+
+class ConductorAPIHookTest(base.TestCase):
+
+    def test_none_before_messaging_is_set_up(self):
+        state = _State()
+        hooks.ConductorAPIHook().before(state)
+        self.assertIsNone(state.request.conductor_api)
+
+    def test_one_client_per_process(self):
+        self.useFixture(cyborg_fixtures.Messaging(self, self.conf))
+        hook = hooks.ConductorAPIHook()
+        first, second = _State(), _State()
+        hook.before(first)
+        hook.before(second)
+        self.assertIsInstance(first.request.conductor_api,
+                              rpcapi.ConductorAPI)
+        self.assertIs(first.request.conductor_api,
+                      second.request.conductor_api)

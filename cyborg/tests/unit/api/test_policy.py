@@ -1,0 +1,83 @@
+"""The policy enforcer and the base rules."""
+
+from oslo_policy import policy as oslo_policy
+
+from cyborg.common import context
+from cyborg.common import exception
+from cyborg.common import policy
+from cyborg import policies
+from cyborg.tests import base
+
+BASE_RULES = {
+    'admin_api', 'project_admin_api', 'project_member_api',
+    'project_reader_api', 'project_member_or_admin',
+    'project_reader_or_admin', 'service_api', 'project_manager_api',
+    'project_manager_or_admin', 'project_member_or_service',
+    'admin_or_owner',
+}
+
+
+def ctx(roles, project='p1', service_roles=None):
+    return context.RequestContext(user_id='u1', project_id=project,
+                                  roles=roles, is_admin='admin' in roles,
+                                  service_roles=service_roles)
+
+
+class PolicyTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        policy.reset()
+        self.addCleanup(policy.reset)
+
+    def assert_allowed(self, rule, context, project='p1'):
+        policy.authorize(rule, {'project_id': project}, context)
+
+    def assert_denied(self, rule, context, project='p1'):
+        exc = self.assertRaises(exception.PolicyNotAuthorized,
+                                policy.authorize, rule,
+                                {'project_id': project}, context)
+        self.assertEqual(403, exc.code)
+        self.assertIn(rule, str(exc))
+
+    def test_base_rules(self):
+        rules = policies.list_rules()
+        self.assertEqual(BASE_RULES, {rule.name for rule in rules})
+        self.assertEqual(len(rules), len({rule.name for rule in rules}))
+
+    def test_admin_api(self):
+        self.assert_allowed('admin_api', ctx(['admin']))
+        self.assert_denied('admin_api', ctx(['member', 'reader']))
+
+    def test_project_rules_check_the_target_project(self):
+        self.assert_allowed('project_member_api', ctx(['member']))
+        self.assert_denied('project_member_api', ctx(['member']),
+                           project='p2')
+        self.assert_denied('project_member_api', ctx(['reader']))
+        self.assert_allowed('project_reader_or_admin', ctx(['reader']))
+        self.assert_allowed('project_reader_or_admin', ctx(['admin']),
+                            project='p2')
+
+    def test_manager_and_service(self):
+        self.assert_allowed('project_manager_or_admin', ctx(['manager']))
+        self.assert_denied('project_manager_or_admin', ctx(['member']))
+        self.assert_allowed('project_member_or_service', ctx(['service']),
+                            project='other')
+        self.assert_denied('service_api', ctx(['member']))
+
+    def test_legacy_owner_rule_only_without_new_defaults(self):
+        self.assert_denied('project_member_or_admin', ctx(['viewer']))
+        self.flags(enforce_new_defaults=False, group='oslo_policy')
+        policy.reset()
+        self.assert_allowed('project_member_or_admin', ctx(['viewer']))
+
+    def test_unknown_rule(self):
+        self.assertRaises(oslo_policy.PolicyNotRegistered,
+                          policy.authorize, 'cyborg:nothing:get', {},
+                          ctx(['admin']))
+
+    def test_enforcer_for_the_oslopolicy_tools(self):
+        enforcer = policy.get_enforcer()
+        self.assertIsInstance(enforcer, oslo_policy.Enforcer)
+        self.assertIs(enforcer, policy.init())
+        self.assertTrue(BASE_RULES <= set(enforcer.registered_rules))

@@ -1,0 +1,1 @@
+"""WSGI entry points for servers that host the app (uwsgi, mod_wsgi)."""

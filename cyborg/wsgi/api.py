@@ -1,0 +1,41 @@
+"""The API as a module-level WSGI ``application`` for uwsgi or mod_wsgi.
+
+The hosting server owns the command line, so configuration comes only from
+files: ``$CYBORG_CONFIG_FILE`` if set, else ``/etc/cyborg/cyborg.conf`` if
+it exists. Under uwsgi, load the app in each worker (``lazy-apps = true``)
+so that every worker gets its own messaging connections.
+"""
+
+import os
+
+from oslo_log import log as logging
+
+from cyborg.api import app as api_app
+from cyborg.common import rpc
+from cyborg.common import service
+from cyborg import conf as cyborg_conf
+
+CONF = cyborg_conf.CONF
+CONFIG_FILE_ENV = 'CYBORG_CONFIG_FILE'
+DEFAULT_CONFIG_FILE = '/etc/cyborg/cyborg.conf'
+LOG = logging.getLogger(__name__)
+
+
+def config_files():
+    """The configuration files to read, by the rule in the module doc."""
+    path = os.environ.get(CONFIG_FILE_ENV)
+    if path:
+        return [path]
+    return [DEFAULT_CONFIG_FILE] if os.path.exists(DEFAULT_CONFIG_FILE) else []
+
+
+def init_application():
+    """Parse config, set up logging and messaging, build the app."""
+    service.prepare_service(['cyborg-wsgi-api'],
+                            default_config_files=config_files())
+    CONF.log_opt_values(LOG, logging.DEBUG)
+    rpc.init(CONF)
+    return api_app.setup_app(CONF)
+
+
+application = init_application()
