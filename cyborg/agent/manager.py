@@ -25,9 +25,17 @@ class AgentManager:
         self.conf = conf
         self.drivers, self.driver_statuses = accel_drivers.load(
             conf.agent.enabled_drivers, conf)
-        self.conductor = conductor_rpcapi.ConductorAPI()
+        self._conductor = None
         self._registered = threading.Event()
         self._lock = threading.Lock()
+
+    @property
+    def conductor(self):
+        # Built on first use: the transport exists only once the service
+        # has started (in the worker process).
+        if self._conductor is None:
+            self._conductor = conductor_rpcapi.ConductorAPI()
+        return self._conductor
 
     def periodic_tasks(self):
         return [(self.conf.agent.heartbeat_interval, self.keep_alive)]

@@ -18,7 +18,9 @@ class AgentAPI:
     RPC_API_VERSION = '1.0'
 
     def __init__(self, topic=rpc.AGENT_TOPIC):
-        target = messaging.Target(topic=topic, version='1.0')
+        from cyborg.conf import CONF
+        target = messaging.Target(topic=rpc.topic(CONF, topic),
+                                  version='1.0')
         self.client = rpc.get_client(target,
                                      version_cap=self.RPC_API_VERSION)
 

@@ -1,6 +1,7 @@
 """oslo.messaging plumbing: transports, serializer, clients and servers."""
 
 import oslo_messaging as messaging
+import oslo_messaging.opts  # noqa: F401  (for register_opts)
 from oslo_messaging.rpc import dispatcher
 
 from cyborg.common import context as cyborg_context
@@ -14,6 +15,11 @@ ALLOWED_EXMODS = ['cyborg.common.exception']
 _TRANSPORT = None
 _NOTIFICATION_TRANSPORT = None
 _NOTIFIER = None
+
+
+def topic(conf, name):
+    """The broker topic of ``name`` (CONDUCTOR_TOPIC or AGENT_TOPIC)."""
+    return conf.rpc_topic_prefix + name
 
 
 def set_defaults(control_exchange='cyborg'):
@@ -78,3 +84,11 @@ def get_server(target, endpoints):
 
 def get_notifier(publisher_id):
     return _NOTIFIER.prepare(publisher_id=publisher_id)
+
+
+def register_opts(conf):
+    """Register oslo.messaging's [DEFAULT] options (transport_url, ...)
+    so they can be defaulted before a transport exists."""
+    for group, opts in messaging.opts.list_opts():
+        if group in (None, 'DEFAULT'):
+            conf.register_opts(opts)

@@ -1,7 +1,9 @@
 """What every cyborg daemon shares: preparing config and logging, and the
 RPC service that hosts a manager."""
 
+import signal
 import sys
+import threading
 
 from oslo_config import cfg
 from oslo_log import log as logging
@@ -50,7 +52,8 @@ class RPCService(service.Service):
         super().start()
         if not rpc.initialized():
             rpc.init(self.conf)
-        target = messaging.Target(topic=self.topic, server=self.host)
+        target = messaging.Target(topic=rpc.topic(self.conf, self.topic),
+                                  server=self.host)
         self.rpcserver = rpc.get_server(target, [self.manager])
         self.rpcserver.start()
         init_host = getattr(self.manager, 'init_host', None)
@@ -93,3 +96,36 @@ def launch(services, workers=1):
     return launcher.wait()
 
 
+
+
+def run_in_foreground(svc):
+    """Start ``svc`` in this process and stop it on SIGTERM or SIGINT.
+
+    Unlike the forking launchers, a failure to start is an exit with an
+    error, not a respawn loop: what the all-in-one wants.
+    """
+    stopping = threading.Event()
+
+    def on_signal(signum, _frame):
+        LOG.info('Signal %s received, stopping', signum)
+        stopping.set()
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    try:
+        svc.start()
+    except Exception as e:
+        LOG.exception('Could not start: %s', e)
+        _stop_quietly(svc)
+        return 1
+    while not stopping.wait(1):
+        pass
+    svc.stop()
+    return 0
+
+
+def _stop_quietly(svc):
+    try:
+        svc.stop()
+    except Exception:
+        LOG.debug('Error while stopping after a failed start', exc_info=True)

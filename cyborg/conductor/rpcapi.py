@@ -17,7 +17,9 @@ class ConductorAPI:
     RPC_API_VERSION = '1.0'
 
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
-        target = messaging.Target(topic=topic, version='1.0')
+        from cyborg.conf import CONF
+        target = messaging.Target(topic=rpc.topic(CONF, topic),
+                                  version='1.0')
         self.client = rpc.get_client(target,
                                      version_cap=self.RPC_API_VERSION)
 

@@ -11,6 +11,14 @@ service_opts = [
         help='Name of this host. The agent listens for RPC on this name and '
              'reports its devices under it; the conductor uses it as its '
              'RPC server name.'),
+    cfg.StrOpt(
+        'rpc_topic_prefix', default='',
+        help='Prefix of the RPC topics cyborg uses ("cyborg-conductor", '
+             '"cyborg-agent"). Lets several cyborg deployments, or test '
+             'runs, share one message broker without receiving each '
+             'other\'s messages; all services of one deployment must use '
+             'the same value. A separate virtual host is the better choice '
+             'where the broker allows it.'),
     cfg.IntOpt(
         'periodic_interval', default=60, min=1,
         help='Seconds between runs of slow periodic tasks.'),

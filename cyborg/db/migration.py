@@ -7,6 +7,7 @@ from alembic import config as alembic_config
 from alembic import migration as alembic_migration
 from alembic import script as alembic_script
 
+from cyborg.common import exception
 from cyborg.db import api as db_api
 
 _SCRIPT_LOCATION = os.path.join(os.path.dirname(__file__), 'migrations')
@@ -39,3 +40,10 @@ def head():
     """The newest revision this release knows."""
     return alembic_script.ScriptDirectory.from_config(
         _config(engine=object())).get_current_head()
+
+
+def check_at_head(engine=None):
+    """Raise DBNotAtHead unless the schema is at this release's head."""
+    current, newest = version(engine), head()
+    if current != newest:
+        raise exception.DBNotAtHead(current=current, head=newest)

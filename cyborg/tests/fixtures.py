@@ -88,7 +88,8 @@ class Messaging(fixtures.Fixture):
             url = 'fake:/'
         messaging_conf = self.useFixture(conffixture.ConfFixture(self.conf))
         messaging_conf.transport_url = url
-        self.conf.set_override('control_exchange',
-                               'cyborg-test-%s' % uuid.uuid4().hex[:8])
+        namespace = 'test-%s-' % uuid.uuid4().hex[:8]
+        self.conf.set_override('control_exchange', namespace + 'cyborg')
+        self.conf.set_override('rpc_topic_prefix', namespace)
         rpc.init(self.conf)
         self.addCleanup(rpc.cleanup)

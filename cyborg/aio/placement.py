@@ -1,0 +1,36 @@
+"""A real Placement service (the openstack-placement package) embedded in
+the all-in-one, with its own SQLite database under the state directory."""
+
+import os
+
+from oslo_config import cfg
+from placement import conf as placement_conf
+from placement import db_api as placement_db_api
+from placement import deploy as placement_deploy
+
+PREFIX = '/placement'
+
+
+def build_app(state_dir):
+    """The Placement WSGI application, database migrated, noauth2."""
+    conf = cfg.ConfigOpts()
+    placement_conf.register_opts(conf)
+    url = 'sqlite:///%s' % os.path.join(state_dir, 'placement.sqlite')
+    conf.set_default('connection', url, group='placement_database')
+    conf([], project='placement', default_config_files=[])
+    conf.set_override('auth_strategy', 'noauth2', group='api')
+    conf.set_override('sync_on_startup', True, group='placement_database')
+    placement_db_api.configure(conf)
+    return placement_deploy.loadapp(conf)
+
+
+def mount(main_app, placement_app, prefix=PREFIX):
+    """One WSGI app: ``prefix`` goes to Placement, the rest to main_app."""
+    def dispatch(environ, start_response):
+        path = environ.get('PATH_INFO', '')
+        if path == prefix or path.startswith(prefix + '/'):
+            environ['SCRIPT_NAME'] = environ.get('SCRIPT_NAME', '') + prefix
+            environ['PATH_INFO'] = path[len(prefix):]
+            return placement_app(environ, start_response)
+        return main_app(environ, start_response)
+    return dispatch

@@ -1,0 +1,116 @@
+"""The all-in-one: API, conductor, agent and an embedded Placement in one
+process, on one port, with SQLite and in-process messaging."""
+
+import os
+import uuid
+
+from oslo_log import log as logging
+from oslo_service import service
+
+from cyborg.agent import manager as agent_manager
+from cyborg.aio import placement as aio_placement
+from cyborg.api import app as api_app
+from cyborg.api import server as api_server
+from cyborg.common.clients import placement as placement_client
+from cyborg.common import rpc
+from cyborg.common import service as cyborg_service
+from cyborg.conductor import manager as conductor_manager
+from cyborg.db import api as db_api
+from cyborg.db import migration
+
+LOG = logging.getLogger(__name__)
+
+
+def configure(conf, bind_host, port, state_dir, sysfs_root=None):
+    """Defaults of the all-in-one. A config file still wins over them,
+    except for the address, which the command line gives."""
+    os.makedirs(state_dir, exist_ok=True)
+    rpc.register_opts(conf)
+    conf.set_default('transport_url', 'fake:/')
+    conf.set_default('state_path', state_dir)
+    conf.set_default('connection', 'sqlite:///%s' % os.path.join(
+        state_dir, 'cyborg.sqlite'), group='database')
+    conf.set_default('auth_strategy', 'noauth')
+    conf.set_default('resource_provider_name', conf.host, group='agent')
+    conf.set_override('host_ip', bind_host, group='api')
+    conf.set_override('port', port, group='api')
+    if sysfs_root:
+        conf.set_override('sysfs_root', sysfs_root, group='agent')
+
+
+def _use_embedded_placement(conf, port):
+    """Point [placement] at the embedded service unless configured."""
+    if conf.placement.auth_type:
+        return
+    from keystoneauth1 import loading as ks_loading
+    conf.register_opts(ks_loading.get_auth_plugin_conf_options('admin_token'),
+                       group='placement')
+    conf.set_override('auth_type', 'admin_token', group='placement')
+    conf.set_override('endpoint', 'http://127.0.0.1:%d%s' % (
+        port, aio_placement.PREFIX), group='placement')
+    conf.set_override('token', 'admin', group='placement')
+
+
+def compute_node_uuid(name):
+    """A stable uuid for a compute node provider cyborg creates itself."""
+    return str(uuid.uuid5(uuid.NAMESPACE_DNS, 'compute-node.' + name))
+
+
+def ensure_compute_node(conf):
+    """Without Nova nobody else creates the compute node provider."""
+    client = placement_client.connect(conf)
+    name = conf.agent.resource_provider_name
+    provider = placement_client.find_provider(client, name)
+    if provider is None:
+        provider = placement_client.create_provider(
+            client, name, uuid=compute_node_uuid(name))
+        LOG.info('Created compute node resource provider %s (%s)', name,
+                 provider['uuid'])
+    return provider
+
+
+class AllInOne(service.Service):
+
+    def __init__(self, conf):
+        super().__init__()
+        self.conf = conf
+        self.server = None
+        self.parts = []
+
+    def start(self):
+        super().start()
+        conf = self.conf
+        db_api.configure(conf)
+        migration.upgrade('head')
+        rpc.init(conf)
+        app = aio_placement.mount(
+            api_app.setup_app(conf),
+            aio_placement.build_app(conf.state_path))
+        self.server = api_server.WSGIServer(
+            app, conf.api.host_ip, conf.api.port,
+            conf.api.threads_per_worker, name='cyborg-aio')
+        self.server.start()
+        _use_embedded_placement(conf, self.server.port)
+        ensure_compute_node(conf)
+        self._start_part(conductor_manager.ConductorManager(conf.host, conf),
+                         rpc.CONDUCTOR_TOPIC)
+        self._start_part(agent_manager.AgentManager(conf.host, conf),
+                         rpc.AGENT_TOPIC)
+        LOG.info('cyborg all-in-one ready on http://%s:%s/ (Placement under '
+                 '%s)', conf.api.host_ip, self.server.port,
+                 aio_placement.PREFIX)
+
+    def _start_part(self, manager, topic):
+        part = cyborg_service.RPCService(self.conf.host, topic, manager,
+                                         conf=self.conf)
+        part.start()
+        self.parts.append(part)
+
+    def stop(self, graceful=True):
+        for part in reversed(self.parts):
+            part.stop()
+        self.parts = []
+        if self.server is not None:
+            self.server.stop()
+        rpc.cleanup()
+        super().stop(graceful=graceful)
