@@ -5,7 +5,6 @@ import signal
 import sys
 import threading
 
-from oslo_config import cfg
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_service import service

@@ -8,11 +8,11 @@ opts = [
                help='MySQL engine of the tables cyborg creates.'),
 ]
 
-_DEFAULT_CONNECTION = 'sqlite:///$state_path/cyborg.sqlite'
+DEFAULT_CONNECTION = 'sqlite:///$state_path/cyborg.sqlite'
 
 
 def register_opts(conf):
-    db_options.set_defaults(conf, connection=_DEFAULT_CONNECTION)
+    db_options.set_defaults(conf, connection=DEFAULT_CONNECTION)
     conf.register_opts(opts, group='database')
 
 

@@ -1,5 +1,7 @@
 """Entry points for oslo-config-generator."""
 
+from oslo_config import cfg
+from oslo_db import options as db_options
 from oslo_middleware import cors
 
 from cyborg.conf import agent
@@ -24,6 +26,9 @@ def list_opts():
 
 def set_lib_defaults():
     """Our defaults for options of the libraries we use."""
+    # On the option objects, so the sample file shows our default too.
+    cfg.set_defaults(db_options.database_opts,
+                     connection=database.DEFAULT_CONNECTION)
     cors.set_defaults(
         allow_headers=['X-Auth-Token', 'X-Openstack-Request-Id',
                        'X-Identity-Status', 'X-Roles', 'X-Service-Catalog',

@@ -5,6 +5,7 @@ import uuid
 
 import fixtures
 from oslo_messaging import conffixture
+from oslo_messaging.notify import _impl_test as notify_test
 import sqlalchemy as sa
 
 from cyborg.common import rpc
@@ -88,6 +89,11 @@ class Messaging(fixtures.Fixture):
             url = 'fake:/'
         messaging_conf = self.useFixture(conffixture.ConfFixture(self.conf))
         messaging_conf.transport_url = url
+        # Notifications are kept in memory for the test to look at.
+        self.conf.set_override('driver', ['test'],
+                               group='oslo_messaging_notifications')
+        del notify_test.NOTIFICATIONS[:]
+        self.notifications = notify_test.NOTIFICATIONS
         namespace = 'test-%s-' % uuid.uuid4().hex[:8]
         self.conf.set_override('control_exchange', namespace + 'cyborg')
         self.conf.set_override('rpc_topic_prefix', namespace)

@@ -31,7 +31,7 @@ def services_required():
                                                            'no')
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _reachable(name):
     parsed = urllib.parse.urlparse(URLS[name])
     try:

@@ -30,8 +30,8 @@ class _HelloTests:
     def setUp(self):
         super().setUp()
         self.useFixture(cyborg_fixtures.Database(self, self.db))
-        self.useFixture(cyborg_fixtures.Messaging(self, self.conf,
-                                                  self.transport))
+        self.messaging = self.useFixture(cyborg_fixtures.Messaging(
+            self, self.conf, self.transport))
         self.flags(heartbeat_interval=1, group='agent')
         self.ctx = context.get_admin_context()
 
@@ -68,7 +68,8 @@ class _HelloTests:
         self.assertEqual('READY', by_name['fake_driver'].status)
         self.assertEqual('FPGA', by_name['fake_driver'].device_type)
         self.assertEqual('FAILED', by_name['no_such_driver'].status)
-        self.assertIn('no driver of that name', by_name['no_such_driver'].error)
+        self.assertIn('no driver of that name',
+                      by_name['no_such_driver'].error)
 
     def test_heartbeats_move_last_seen(self):
         self.start_conductor()
@@ -94,14 +95,28 @@ class _HelloTests:
         agent.stop()
         self.flags(host_down_timeout=1, group='conductor')
         liveness = conductor.manager.liveness
-        wait_for(lambda: 'compute-4' in db_hosts.mark_silent_hosts_down(
-            self.ctx, 1) or
-            self.host_row('compute-4')[0].status == 'down')
-        self.assertEqual('down', self.host_row('compute-4')[0].status)
+        wait_for(lambda: self.host_row('compute-4')[0].status == 'down')
+        # Exactly one alarm, with the host as payload.
+        down = self.events('cyborg.host.down')
+        self.assertEqual(1, len(down))
+        self.assertEqual('ERROR', down[0]['priority'])
+        payload = down[0]['payload']['cyborg_object.data']
+        self.assertEqual(('compute-4', 'down'),
+                         (payload['hostname'], payload['status']))
         # A second check finds nothing more to report.
         self.assertEqual([], db_hosts.mark_silent_hosts_down(self.ctx, 1))
         liveness.heartbeat(self.ctx, 'compute-4')
         self.assertEqual('up', self.host_row('compute-4')[0].status)
+        up = self.events('cyborg.host.up')
+        self.assertEqual(1, len(up))
+        self.assertEqual('INFO', up[0]['priority'])
+        self.assertEqual(1, len(self.events('cyborg.host.down')))
+
+    def events(self, event_type):
+        # Each entry: (context, message, priority, retry).
+        return [message for _ctx, message, _prio, _retry
+                in self.messaging.notifications
+                if message['event_type'] == event_type]
 
     def test_heartbeat_from_unknown_host_asks_for_hello(self):
         self.start_conductor()

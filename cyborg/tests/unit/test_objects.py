@@ -1,0 +1,71 @@
+"""Versioned objects: a field change without a version bump fails here."""
+
+from oslo_versionedobjects import fixture
+
+from cyborg.objects import base
+from cyborg.objects import driver_device
+from cyborg.objects import host
+from cyborg.tests import base as test_base
+
+# When a test below fails because you changed an object, bump its VERSION,
+# add a line to its version history and update the hash here.
+EXPECTED_FINGERPRINTS = {
+    'AgentHello': '1.0-5cbe9ade2abb4c56992eaa3b8cd3e4bf',
+    'DriverAttachHandle': '1.0-901a3af18a826be07afeb34fa9a379cd',
+    'DriverAttribute': '1.0-8b0258883e67fc59f2c5e5541bd52b43',
+    'DriverControlPathID': '1.0-e14d12caa861fca270a0f0b29a60964e',
+    'DriverDeployable': '1.0-9fd489b3c94b538c213f3565e0f72528',
+    'DriverDevice': '1.0-3cec4fec775dfd6c1266982623c82c4d',
+    'Host': '1.0-98ae34f43a5ffa3749ea6f79caf194df',
+    'HostDriver': '1.0-1883f7a43944ab414364ca08cd9aeadc',
+}
+
+
+class ObjectVersionTest(test_base.TestCase):
+
+    def test_fingerprints(self):
+        checker = fixture.ObjectVersionChecker(
+            base.CyborgObjectRegistry.obj_classes())
+        expected, actual = checker.test_hashes(EXPECTED_FINGERPRINTS)
+        self.assertEqual(expected, actual,
+                         'Objects changed: bump their VERSION and update '
+                         'EXPECTED_FINGERPRINTS')
+
+    def test_every_registered_object_has_a_fingerprint(self):
+        self.assertEqual(sorted(EXPECTED_FINGERPRINTS),
+                         sorted(base.CyborgObjectRegistry.obj_classes()))
+
+
+class SerializationTest(test_base.TestCase):
+
+    def test_hello_round_trips_through_the_rpc_serializer(self):
+        hello = host.AgentHello(
+            hostname='cmp-1', status='READY', endpoint='cmp-1',
+            version='1.0', drivers=[host.HostDriver(
+                name='fake_driver', status='READY', device_type='FPGA',
+                version='1.0', error=None)])
+        serializer = base.CyborgObjectSerializer()
+        primitive = serializer.serialize_entity(None, hello)
+        back = serializer.deserialize_entity(None, primitive)
+        self.assertEqual(hello, back)
+        self.assertEqual('fake_driver', back.drivers[0].name)
+
+    def test_bad_enum_values_are_refused(self):
+        self.assertRaises(ValueError, host.HostDriver, name='x',
+                          status='SOMETIMES')
+        self.assertRaises(ValueError, driver_device.DriverDevice,
+                          type='TOASTER')
+
+    def test_from_db_copies_row_fields(self):
+        class Row:
+            name = 'fake_driver'
+            device_type = 'FPGA'
+            version = '1.0'
+            status = 'READY'
+            error = None
+            host_id = 7
+        obj = host.HostDriver.from_db(Row())
+        self.assertEqual({'name': 'fake_driver', 'device_type': 'FPGA',
+                          'version': '1.0', 'status': 'READY',
+                          'error': None}, obj.as_dict())
+        self.assertEqual(set(), obj.obj_what_changed())

@@ -1,0 +1,54 @@
+"""RPC APIs: client and server agree on versions and methods."""
+
+import inspect
+
+from cyborg.agent import manager as agent_manager
+from cyborg.agent import rpcapi as agent_rpcapi
+from cyborg.conductor import manager as conductor_manager
+from cyborg.conductor import rpcapi as conductor_rpcapi
+from cyborg.tests import base
+
+PAIRS = [
+    (conductor_rpcapi.ConductorAPI, conductor_manager.ConductorManager,
+     conductor_rpcapi),
+    (agent_rpcapi.AgentAPI, agent_manager.AgentManager, agent_rpcapi),
+]
+
+# Manager methods that are not RPC endpoints.
+NOT_ENDPOINTS = {'periodic_tasks', 'init_host', 'del_host', 'keep_alive',
+                 'conductor', 'registered', 'liveness', 'target'}
+
+
+def _public_methods(cls):
+    return {name for name, _ in inspect.getmembers(cls)
+            if not name.startswith('_') and callable(getattr(cls, name))
+            and name not in NOT_ENDPOINTS}
+
+
+class RPCAPIConsistencyTest(base.TestCase):
+
+    def test_versions_agree(self):
+        for client, server, _module in PAIRS:
+            self.assertEqual(client.RPC_API_VERSION, server.RPC_API_VERSION,
+                             client.__name__)
+            self.assertEqual(server.RPC_API_VERSION,
+                             server.target.version, server.__name__)
+
+    def test_version_history_documents_current_version(self):
+        for client, _server, module in PAIRS:
+            self.assertIn('* %s - ' % client.RPC_API_VERSION,
+                          module.__doc__, module.__name__)
+
+    def test_every_client_method_has_an_endpoint(self):
+        for client, server, _module in PAIRS:
+            client_methods = _public_methods(client)
+            self.assertEqual(client_methods, _public_methods(server),
+                             '%s vs %s' % (client.__name__, server.__name__))
+
+    def test_client_methods_ask_for_a_version(self):
+        for client, _server, _module in PAIRS:
+            for name in _public_methods(client):
+                source = inspect.getsource(getattr(client, name))
+                self.assertIn("version='", source,
+                              '%s.%s must ask for the minimum RPC version '
+                              'it needs' % (client.__name__, name))
