@@ -1,6 +1,7 @@
 """Fixtures for tests against real servers: a database of its own on
 SQLite, MariaDB or PostgreSQL, and messaging on RabbitMQ or in-process."""
 
+import sys
 import uuid
 
 import fixtures
@@ -13,6 +14,40 @@ from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.db import models
 from cyborg.tests import services
+
+
+_WRITES = ('INSERT', 'UPDATE', 'DELETE', 'CREATE', 'DROP', 'ALTER')
+
+
+def _api_frame():
+    """The innermost cyborg.api module on the call stack, or None."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        module = frame.f_globals.get('__name__', '')
+        if module == 'cyborg.api' or module.startswith('cyborg.api.'):
+            return '%s:%d' % (module, frame.f_lineno)
+        frame = frame.f_back
+    return None
+
+
+class APIWriteError(AssertionError):
+    pass
+
+
+def forbid_api_writes(engine):
+    """Fail any statement that writes when API code is on the stack.
+
+    DESIGN.md: the API process reads the database, and every write goes
+    through the conductor. The Database fixture installs this on every
+    test engine, so a handler that writes fails its tests.
+    """
+    def check(_conn, _cursor, statement, _params, _context, _many):
+        if statement.lstrip().upper().startswith(_WRITES):
+            where = _api_frame()
+            if where:
+                raise APIWriteError('API code at %s wrote to the database: '
+                                    '%s' % (where, statement[:80]))
+    sa.event.listen(engine, 'before_cursor_execute', check)
 
 
 def _database_url(server_url, name):
@@ -44,6 +79,7 @@ class Database(fixtures.Fixture):
             self.url = self._create_server_database()
             self.engine = sa.create_engine(self.url)
         self.addCleanup(self.engine.dispose)
+        forbid_api_writes(self.engine)
         if self.schema == 'models':
             models.Base.metadata.create_all(self.engine)
             migration.stamp('head', engine=self.engine)
