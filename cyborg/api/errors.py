@@ -10,6 +10,7 @@ anything we do not know is a 500 whose details stay in the log.
 from http import client as http
 
 from oslo_log import log as logging
+import oslo_messaging as messaging
 from oslo_serialization import jsonutils
 import webob.exc
 import wsme.exc
@@ -32,6 +33,11 @@ def status_and_message(exc):
         status, message = exc.code, _http_message(exc)
     elif isinstance(exc, wsme.exc.ClientSideError):
         status, message = exc.code, exc.faultstring
+    elif isinstance(exc, messaging.MessagingTimeout):
+        # The conductor did not answer: the request may be retried.
+        status, message = (http.SERVICE_UNAVAILABLE,
+                           _('The cyborg conductor did not answer in time; '
+                             'try again later.'))
     else:
         LOG.error('Unexpected error handling the request: %s', exc,
                   exc_info=exc)

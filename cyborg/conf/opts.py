@@ -26,6 +26,11 @@ def list_opts():
 
 def set_lib_defaults():
     """Our defaults for options of the libraries we use."""
+    # A service token must carry a service role to count as one (the
+    # gate on binding and unbinding accelerator requests relies on it).
+    from keystonemiddleware import auth_token  # noqa: F401 (registers)
+    cfg.CONF.set_default('service_token_roles_required', True,
+                         group='keystone_authtoken')
     # On the option objects, so the sample file shows our default too.
     cfg.set_defaults(db_options.database_opts,
                      connection=database.DEFAULT_CONNECTION)

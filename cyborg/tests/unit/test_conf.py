@@ -99,3 +99,11 @@ class TestDefaults(testtools.TestCase):
         self._parse('--config-file', config_file)
         self.assertEqual('sqlite:///%s/cyborg.sqlite' % tmp,
                          self.conf.database.connection)
+
+
+class LibraryDefaultsTest(testtools.TestCase):
+
+    def test_service_tokens_need_a_service_role(self):
+        conf_opts.set_lib_defaults()
+        self.assertTrue(cfg.CONF.keystone_authtoken.
+                        service_token_roles_required)

@@ -3,6 +3,7 @@
 import json
 
 import fixtures
+import oslo_messaging
 import pecan
 import testtools
 import webob
@@ -50,6 +51,12 @@ class StatusAndMessageTest(testtools.TestCase):
     def test_wsme_client_errors(self):
         self.assertEqual((400, 'wrong type'), errors.status_and_message(
             wsme.exc.ClientSideError('wrong type')))
+
+    def test_conductor_timeout_is_503(self):
+        status, message = errors.status_and_message(
+            oslo_messaging.MessagingTimeout('no answer'))
+        self.assertEqual(503, status)
+        self.assertIn('conductor did not answer', message)
 
     def test_unknown_exceptions_are_generic_and_logged(self):
         log = self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
