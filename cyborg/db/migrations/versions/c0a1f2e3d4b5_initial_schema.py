@@ -1,224 +1,193 @@
-"""Initial schema
+"""Initial schema: every table of cyborg.db.models.
+
+Creates, parents first: hosts and their drivers; devices, their control
+path ids, deployables with their attributes and attach handles; device
+profiles and the accelerator requests (ARQs) made from them; and the v1
+API's accelerators. Every table has an integer ``id`` key and the
+``created_at``/``updated_at`` timestamps of oslo.db's TimestampMixin;
+resources with a uuid also get ``uniq_<table>0uuid``.
 
 Revision ID: c0a1f2e3d4b5
-Revises: 
-Create Date: 2026-11-22 04:44:38.796501
+Revises: (none)
 """
 
 from alembic import op
 import sqlalchemy as sa
-
 
 revision = 'c0a1f2e3d4b5'
 down_revision = None
 branch_labels = None
 depends_on = None
 
+# The same table options as the models: InnoDB so MySQL enforces the
+# foreign keys, utf8mb4 so names may hold any character.
+_TABLE_OPTIONS = {'mysql_engine': 'InnoDB', 'mysql_charset': 'utf8mb4'}
+
+
+def _create_table(name, *items):
+    """Create ``name`` with the columns every table shares around ``items``."""
+    op.create_table(
+        name,
+        sa.Column('id', sa.Integer, primary_key=True),
+        *items,
+        sa.Column('created_at', sa.DateTime),
+        sa.Column('updated_at', sa.DateTime),
+        **_TABLE_OPTIONS)
+
+
+def _uuid(table):
+    """The uuid column and its unique constraint, named as in the models."""
+    return (sa.Column('uuid', sa.String(36), nullable=False),
+            sa.UniqueConstraint('uuid', name='uniq_%s0uuid' % table))
+
+
+def _reference(name, target, nullable=False, **fk_options):
+    """An integer column pointing at ``target``'s id."""
+    return sa.Column(name, sa.Integer,
+                     sa.ForeignKey('%s.id' % target, **fk_options),
+                     nullable=nullable)
+
+
+def _string(name, length, nullable=True):
+    return sa.Column(name, sa.String(length), nullable=nullable)
+
+
+def _text(name, nullable=True):
+    return sa.Column(name, sa.Text, nullable=nullable)
+
+
+def _create_hosts():
+    _create_table(
+        'hosts',
+        _string('hostname', 255, nullable=False),
+        _string('status', 16, nullable=False),
+        _string('endpoint', 255),
+        _string('version', 64),
+        sa.Column('last_seen_at', sa.DateTime, nullable=False),
+        _string('report_hash', 64),
+        sa.Column('report_generation', sa.Integer, nullable=False),
+        sa.UniqueConstraint('hostname', name='uniq_hosts0hostname'))
+    _create_table(
+        'host_drivers',
+        _reference('host_id', 'hosts', ondelete='CASCADE'),
+        _string('name', 255, nullable=False),
+        _string('device_type', 32),
+        _string('version', 64),
+        _string('status', 16, nullable=False),
+        _text('error'),
+        sa.UniqueConstraint('host_id', 'name',
+                            name='uniq_host_drivers0host_id0name'))
+
+
+def _create_devices():
+    _create_table(
+        'devices',
+        *_uuid('devices'),
+        _string('type', 32, nullable=False),
+        _string('vendor', 255, nullable=False),
+        _string('model', 255, nullable=False),
+        _text('std_board_info'),
+        _text('vendor_board_info'),
+        _string('hostname', 255, nullable=False),
+        _string('status', 32, nullable=False),
+        sa.Index('devices_hostname_idx', 'hostname'))
+    _create_table(
+        'controlpath_ids',
+        *_uuid('controlpath_ids'),
+        _reference('device_id', 'devices'),
+        _string('cpid_type', 32, nullable=False),
+        _string('cpid_info', 255, nullable=False),
+        sa.Index('controlpath_ids_device_id_idx', 'device_id'))
+
+
+def _create_deployables():
+    _create_table(
+        'deployables',
+        *_uuid('deployables'),
+        _reference('parent_id', 'deployables', nullable=True),
+        _reference('root_id', 'deployables', nullable=True),
+        _string('name', 255, nullable=False),
+        sa.Column('num_accelerators', sa.Integer, nullable=False),
+        _reference('device_id', 'devices'),
+        _string('rp_uuid', 36),
+        _string('driver_name', 100),
+        _string('bitstream_id', 36),
+        sa.UniqueConstraint('name', name='uniq_deployables0name'),
+        sa.Index('deployables_parent_id_idx', 'parent_id'),
+        sa.Index('deployables_root_id_idx', 'root_id'),
+        sa.Index('deployables_device_id_idx', 'device_id'))
+    _create_table(
+        'attributes',
+        *_uuid('attributes'),
+        _reference('deployable_id', 'deployables'),
+        _string('key', 255, nullable=False),
+        _text('value', nullable=False),
+        sa.UniqueConstraint('deployable_id', 'key',
+                            name='uniq_attributes0deployable_id0key'))
+    _create_table(
+        'attach_handles',
+        *_uuid('attach_handles'),
+        _reference('deployable_id', 'deployables'),
+        _reference('cpid_id', 'controlpath_ids'),
+        sa.Column('in_use', sa.Boolean, nullable=False),
+        _string('attach_type', 32, nullable=False),
+        _string('attach_info', 255, nullable=False),
+        sa.Index('attach_handles_cpid_id_idx', 'cpid_id'),
+        sa.Index('attach_handles_deployable_id_idx', 'deployable_id'))
+
+
+def _create_device_profiles_and_arqs():
+    _create_table(
+        'device_profiles',
+        *_uuid('device_profiles'),
+        _string('name', 255, nullable=False),
+        _text('profile_json', nullable=False),
+        _text('description'),
+        sa.UniqueConstraint('name', name='uniq_device_profiles0name'))
+    _create_table(
+        'extended_accelerator_requests',
+        *_uuid('extended_accelerator_requests'),
+        _string('project_id', 255),
+        _string('state', 32, nullable=False),
+        _reference('device_profile_id', 'device_profiles'),
+        sa.Column('device_profile_group_id', sa.Integer, nullable=False),
+        _string('hostname', 255),
+        _string('device_rp_uuid', 36),
+        _string('instance_uuid', 36),
+        _reference('attach_handle_id', 'attach_handles', nullable=True),
+        _string('substate', 32, nullable=False),
+        _reference('deployable_id', 'deployables', nullable=True),
+        sa.Index('extended_arqs_project_id_idx', 'project_id'),
+        sa.Index('extended_arqs_device_profile_id_idx', 'device_profile_id'),
+        sa.Index('extended_arqs_device_rp_uuid_idx', 'device_rp_uuid'),
+        sa.Index('extended_arqs_instance_uuid_idx', 'instance_uuid'),
+        sa.Index('extended_arqs_attach_handle_id_idx', 'attach_handle_id'),
+        sa.Index('extended_arqs_deployable_id_idx', 'deployable_id'))
+
+
+def _create_accelerators():
+    _create_table(
+        'accelerators',
+        *_uuid('accelerators'),
+        _string('name', 255, nullable=False),
+        _reference('deployable_id', 'deployables', nullable=True),
+        _string('device_type', 32),
+        _string('acc_type', 255),
+        _text('acc_capability'),
+        _string('vendor_id', 16),
+        _string('product_id', 16),
+        sa.Column('remotable', sa.Integer, nullable=False),
+        _string('state', 32, nullable=False),
+        _string('instance_uuid', 36),
+        _string('attached_host', 255),
+        sa.Column('spec_version', sa.Integer, nullable=False),
+        sa.UniqueConstraint('name', name='uniq_accelerators0name'),
+        sa.Index('accelerators_deployable_id_idx', 'deployable_id'))
+
 
 def upgrade():
-    # ### commands auto generated by Alembic - please adjust! ###
-    op.create_table('device_profiles',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('name', sa.String(length=255), nullable=False),
-    sa.Column('profile_json', sa.Text(), nullable=False),
-    sa.Column('description', sa.Text(), nullable=True),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('name', name='uniq_device_profiles0name'),
-    sa.UniqueConstraint('uuid', name='uniq_device_profiles0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    op.create_table('devices',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('type', sa.String(length=32), nullable=False),
-    sa.Column('vendor', sa.String(length=255), nullable=False),
-    sa.Column('model', sa.String(length=255), nullable=False),
-    sa.Column('std_board_info', sa.Text(), nullable=True),
-    sa.Column('vendor_board_info', sa.Text(), nullable=True),
-    sa.Column('hostname', sa.String(length=255), nullable=False),
-    sa.Column('status', sa.String(length=32), nullable=False),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('uuid', name='uniq_devices0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    with op.batch_alter_table('devices', schema=None) as batch_op:
-        batch_op.create_index('devices_hostname_idx', ['hostname'], unique=False)
-
-    op.create_table('hosts',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('hostname', sa.String(length=255), nullable=False),
-    sa.Column('status', sa.String(length=16), nullable=False),
-    sa.Column('endpoint', sa.String(length=255), nullable=True),
-    sa.Column('version', sa.String(length=64), nullable=True),
-    sa.Column('last_seen_at', sa.DateTime(), nullable=False),
-    sa.Column('report_hash', sa.String(length=64), nullable=True),
-    sa.Column('report_generation', sa.Integer(), nullable=False),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('hostname', name='uniq_hosts0hostname'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    op.create_table('controlpath_ids',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('device_id', sa.Integer(), nullable=False),
-    sa.Column('cpid_type', sa.String(length=32), nullable=False),
-    sa.Column('cpid_info', sa.String(length=255), nullable=False),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['device_id'], ['devices.id'], ),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('uuid', name='uniq_controlpath_ids0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    with op.batch_alter_table('controlpath_ids', schema=None) as batch_op:
-        batch_op.create_index('controlpath_ids_device_id_idx', ['device_id'], unique=False)
-
-    op.create_table('deployables',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('parent_id', sa.Integer(), nullable=True),
-    sa.Column('root_id', sa.Integer(), nullable=True),
-    sa.Column('name', sa.String(length=255), nullable=False),
-    sa.Column('num_accelerators', sa.Integer(), nullable=False),
-    sa.Column('device_id', sa.Integer(), nullable=False),
-    sa.Column('rp_uuid', sa.String(length=36), nullable=True),
-    sa.Column('driver_name', sa.String(length=100), nullable=True),
-    sa.Column('bitstream_id', sa.String(length=36), nullable=True),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['device_id'], ['devices.id'], ),
-    sa.ForeignKeyConstraint(['parent_id'], ['deployables.id'], ),
-    sa.ForeignKeyConstraint(['root_id'], ['deployables.id'], ),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('name', name='uniq_deployables0name'),
-    sa.UniqueConstraint('uuid', name='uniq_deployables0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    with op.batch_alter_table('deployables', schema=None) as batch_op:
-        batch_op.create_index('deployables_device_id_idx', ['device_id'], unique=False)
-        batch_op.create_index('deployables_parent_id_idx', ['parent_id'], unique=False)
-        batch_op.create_index('deployables_root_id_idx', ['root_id'], unique=False)
-
-    op.create_table('host_drivers',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('host_id', sa.Integer(), nullable=False),
-    sa.Column('name', sa.String(length=255), nullable=False),
-    sa.Column('device_type', sa.String(length=32), nullable=True),
-    sa.Column('version', sa.String(length=64), nullable=True),
-    sa.Column('status', sa.String(length=16), nullable=False),
-    sa.Column('error', sa.Text(), nullable=True),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['host_id'], ['hosts.id'], ondelete='CASCADE'),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('host_id', 'name', name='uniq_host_drivers0host_id0name'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    op.create_table('accelerators',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('name', sa.String(length=255), nullable=False),
-    sa.Column('deployable_id', sa.Integer(), nullable=True),
-    sa.Column('device_type', sa.String(length=32), nullable=True),
-    sa.Column('acc_type', sa.String(length=255), nullable=True),
-    sa.Column('acc_capability', sa.Text(), nullable=True),
-    sa.Column('vendor_id', sa.String(length=16), nullable=True),
-    sa.Column('product_id', sa.String(length=16), nullable=True),
-    sa.Column('remotable', sa.Integer(), nullable=False),
-    sa.Column('state', sa.String(length=32), nullable=False),
-    sa.Column('instance_uuid', sa.String(length=36), nullable=True),
-    sa.Column('attached_host', sa.String(length=255), nullable=True),
-    sa.Column('spec_version', sa.Integer(), nullable=False),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['deployable_id'], ['deployables.id'], ),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('name', name='uniq_accelerators0name'),
-    sa.UniqueConstraint('uuid', name='uniq_accelerators0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    with op.batch_alter_table('accelerators', schema=None) as batch_op:
-        batch_op.create_index('accelerators_deployable_id_idx', ['deployable_id'], unique=False)
-
-    op.create_table('attach_handles',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('deployable_id', sa.Integer(), nullable=False),
-    sa.Column('cpid_id', sa.Integer(), nullable=False),
-    sa.Column('in_use', sa.Boolean(), nullable=False),
-    sa.Column('attach_type', sa.String(length=32), nullable=False),
-    sa.Column('attach_info', sa.String(length=255), nullable=False),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['cpid_id'], ['controlpath_ids.id'], ),
-    sa.ForeignKeyConstraint(['deployable_id'], ['deployables.id'], ),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('uuid', name='uniq_attach_handles0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    with op.batch_alter_table('attach_handles', schema=None) as batch_op:
-        batch_op.create_index('attach_handles_cpid_id_idx', ['cpid_id'], unique=False)
-        batch_op.create_index('attach_handles_deployable_id_idx', ['deployable_id'], unique=False)
-
-    op.create_table('attributes',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('deployable_id', sa.Integer(), nullable=False),
-    sa.Column('key', sa.String(length=255), nullable=False),
-    sa.Column('value', sa.Text(), nullable=False),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['deployable_id'], ['deployables.id'], ),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('deployable_id', 'key', name='uniq_attributes0deployable_id0key'),
-    sa.UniqueConstraint('uuid', name='uniq_attributes0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    op.create_table('extended_accelerator_requests',
-    sa.Column('id', sa.Integer(), nullable=False),
-    sa.Column('uuid', sa.String(length=36), nullable=False),
-    sa.Column('project_id', sa.String(length=255), nullable=True),
-    sa.Column('state', sa.String(length=32), nullable=False),
-    sa.Column('device_profile_id', sa.Integer(), nullable=False),
-    sa.Column('device_profile_group_id', sa.Integer(), nullable=False),
-    sa.Column('hostname', sa.String(length=255), nullable=True),
-    sa.Column('device_rp_uuid', sa.String(length=36), nullable=True),
-    sa.Column('instance_uuid', sa.String(length=36), nullable=True),
-    sa.Column('attach_handle_id', sa.Integer(), nullable=True),
-    sa.Column('substate', sa.String(length=32), nullable=False),
-    sa.Column('deployable_id', sa.Integer(), nullable=True),
-    sa.Column('created_at', sa.DateTime(), nullable=True),
-    sa.Column('updated_at', sa.DateTime(), nullable=True),
-    sa.ForeignKeyConstraint(['attach_handle_id'], ['attach_handles.id'], ),
-    sa.ForeignKeyConstraint(['deployable_id'], ['deployables.id'], ),
-    sa.ForeignKeyConstraint(['device_profile_id'], ['device_profiles.id'], ),
-    sa.PrimaryKeyConstraint('id'),
-    sa.UniqueConstraint('uuid', name='uniq_extended_accelerator_requests0uuid'),
-    mysql_charset='utf8mb4',
-    mysql_engine='InnoDB'
-    )
-    with op.batch_alter_table('extended_accelerator_requests', schema=None) as batch_op:
-        batch_op.create_index('extended_arqs_attach_handle_id_idx', ['attach_handle_id'], unique=False)
-        batch_op.create_index('extended_arqs_deployable_id_idx', ['deployable_id'], unique=False)
-        batch_op.create_index('extended_arqs_device_profile_id_idx', ['device_profile_id'], unique=False)
-        batch_op.create_index('extended_arqs_device_rp_uuid_idx', ['device_rp_uuid'], unique=False)
-        batch_op.create_index('extended_arqs_instance_uuid_idx', ['instance_uuid'], unique=False)
-        batch_op.create_index('extended_arqs_project_id_idx', ['project_id'], unique=False)
-
-    # ### end Alembic commands ###
+    _create_hosts()
+    _create_devices()
+    _create_deployables()
+    _create_device_profiles_and_arqs()
+    _create_accelerators()

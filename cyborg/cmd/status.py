@@ -1,0 +1,98 @@
+"""cyborg-status: checks an operator runs before restarting on new code.
+
+``cyborg-status upgrade check`` prints a table of results and exits with
+the worst code: 0 success, 1 warning, 2 failure (255 if a check crashed).
+The checks read the database with plain SQL through alembic, never through
+objects, so they work on a database the previous release left behind.
+"""
+
+import importlib.metadata
+import sys
+
+from oslo_db import exception as db_exc
+from oslo_policy import opts as policy_opts
+from oslo_upgradecheck import common_checks
+from oslo_upgradecheck import upgradecheck
+import sqlalchemy as sa
+
+from cyborg.cmd import dbsync
+from cyborg import conf as cyborg_conf
+from cyborg.db import api as db_api
+from cyborg.db import migration
+
+CONF = cyborg_conf.CONF
+
+DRIVER_NAMESPACE = 'cyborg.accelerator.driver'
+
+_UPGRADE_HINT = 'Run "cyborg-dbsync upgrade".'
+
+
+def _result(code, details=None):
+    return upgradecheck.Result(code, details)
+
+
+def _installed_drivers():
+    """Names of the accelerator drivers installed as entry points."""
+    return {ep.name for ep in
+            importlib.metadata.entry_points(group=DRIVER_NAMESPACE)}
+
+
+class Checks(upgradecheck.UpgradeCommands):
+    """cyborg's upgrade checks; each returns an ``upgradecheck.Result``."""
+
+    def __init__(self, conf=CONF):
+        self.conf = conf
+
+    def _check_database_schema(self):
+        """The schema must be at the head this release's code expects."""
+        try:
+            db_api.configure(self.conf)
+            current = migration.version()
+        except (db_exc.DBError, sa.exc.SQLAlchemyError) as e:
+            return _result(upgradecheck.Code.FAILURE,
+                           'Cannot read the database: %s'
+                           % dbsync.error_line(e))
+        head = migration.head()
+        if current == head:
+            return _result(upgradecheck.Code.SUCCESS)
+        if current is None:
+            return _result(upgradecheck.Code.FAILURE,
+                           'The database has no cyborg schema. '
+                           + _UPGRADE_HINT)
+        return _result(upgradecheck.Code.FAILURE,
+                       'The database schema is at revision %s, this '
+                       'release needs %s. %s' % (current, head, _UPGRADE_HINT))
+
+    def _check_policy_file(self):
+        """A JSON policy file is deprecated by oslo.policy."""
+        return common_checks.check_policy_json(self, self.conf)
+
+    def _check_enabled_drivers(self):
+        """An agent fails to load a driver that is not installed."""
+        missing = sorted(set(self.conf.agent.enabled_drivers)
+                         - _installed_drivers())
+        if not missing:
+            return _result(upgradecheck.Code.SUCCESS)
+        return _result(
+            upgradecheck.Code.WARNING,
+            '[agent] enabled_drivers names drivers that are not installed: '
+            '%s. Installed drivers: %s.'
+            % (', '.join(missing), ', '.join(sorted(_installed_drivers()))
+               or 'none'))
+
+    _upgrade_checks = (
+        ('Database schema', _check_database_schema),
+        ('Policy File JSON to YAML Migration', _check_policy_file),
+        ('Enabled accelerator drivers', _check_enabled_drivers),
+    )
+
+
+def main(argv=None):
+    policy_opts.set_defaults(CONF)
+    return upgradecheck.main(
+        CONF, project='cyborg', upgrade_command=Checks(CONF),
+        argv=sys.argv[1:] if argv is None else argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main())

@@ -1,0 +1,134 @@
+"""cyborg-status upgrade checks, each on its own, on SQLite."""
+
+import io
+import os
+
+import fixtures
+from oslo_policy import opts as policy_opts
+from oslo_upgradecheck import upgradecheck
+import sqlalchemy as sa
+
+from cyborg.cmd import status
+from cyborg.db import api as db_api
+from cyborg.db import migration
+from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
+
+Code = upgradecheck.Code
+
+
+class _StatusTestCase(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.db = self.useFixture(
+            cyborg_fixtures.Database(self, 'sqlite', schema=None))
+        # The fixture already points the engine at its database; the real
+        # configure() would refuse once an earlier test started the engine.
+        self.useFixture(fixtures.MockPatchObject(db_api, 'configure'))
+        self.checks = status.Checks(self.conf)
+
+
+class DatabaseSchemaCheckTest(_StatusTestCase):
+
+    def test_empty_database_fails_with_the_command_to_run(self):
+        result = self.checks._check_database_schema()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('no cyborg schema', result.details)
+        self.assertIn('cyborg-dbsync upgrade', result.details)
+
+    def test_database_at_head_succeeds(self):
+        migration.upgrade('head')
+        self.assertEqual(Code.SUCCESS,
+                         self.checks._check_database_schema().code)
+
+    def test_database_at_another_revision_fails(self):
+        migration.upgrade('head')
+        with self.db.engine.begin() as connection:
+            connection.execute(sa.text(
+                "UPDATE alembic_version SET version_num = 'older0000000'"))
+        result = self.checks._check_database_schema()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('older0000000', result.details)
+        self.assertIn(migration.head(), result.details)
+        self.assertIn('cyborg-dbsync upgrade', result.details)
+
+    def test_unreachable_database_fails(self):
+        bad = sa.create_engine('sqlite:////nonexistent-dir/cyborg.sqlite')
+        self.addCleanup(bad.dispose)
+        self.useFixture(fixtures.MockPatchObject(
+            db_api, 'get_engine', return_value=bad))
+        result = self.checks._check_database_schema()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('Cannot read the database', result.details)
+        self.assertIn('unable to open database file', result.details)
+
+
+class PolicyFileCheckTest(_StatusTestCase):
+
+    def use_policy_file(self, content):
+        policy_opts.set_defaults(self.conf)
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'policy-file')
+        with open(path, 'w') as f:
+            f.write(content)
+        self.flags(policy_file=path, group='oslo_policy')
+
+    def test_json_policy_file_fails(self):
+        self.use_policy_file('{"admin_api": "role:admin"}')
+        self.assertEqual(Code.FAILURE, self.checks._check_policy_file().code)
+
+    def test_yaml_policy_file_succeeds(self):
+        self.use_policy_file('"admin_api": "role:admin"\n')
+        self.assertEqual(Code.SUCCESS, self.checks._check_policy_file().code)
+
+    def test_no_policy_file_succeeds(self):
+        policy_opts.set_defaults(self.conf)
+        self.flags(policy_file='/nonexistent/policy.yaml', group='oslo_policy')
+        self.assertEqual(Code.SUCCESS, self.checks._check_policy_file().code)
+
+
+class EnabledDriversCheckTest(_StatusTestCase):
+
+    def test_installed_drivers_succeed(self):
+        self.flags(enabled_drivers=['fake_driver'], group='agent')
+        self.assertEqual(Code.SUCCESS,
+                         self.checks._check_enabled_drivers().code)
+
+    def test_no_enabled_drivers_succeeds(self):
+        self.flags(enabled_drivers=[], group='agent')
+        self.assertEqual(Code.SUCCESS,
+                         self.checks._check_enabled_drivers().code)
+
+    def test_unknown_driver_warns_by_name(self):
+        self.flags(enabled_drivers=['fake_driver', 'no_such_driver'],
+                   group='agent')
+        result = self.checks._check_enabled_drivers()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('no_such_driver', result.details)
+        self.assertIn('Installed drivers: fake_driver', result.details)
+
+
+class AllChecksTest(_StatusTestCase):
+    """``check()`` runs every check and answers the worst code."""
+
+    def setUp(self):
+        super().setUp()
+        self.stdout = io.StringIO()
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
+
+    def test_empty_database_is_a_failure(self):
+        self.assertEqual(Code.FAILURE, self.checks.check())
+        self.assertIn('Database schema', self.stdout.getvalue())
+
+    def test_upgraded_database_with_unknown_driver_is_a_warning(self):
+        migration.upgrade('head')
+        self.flags(enabled_drivers=['no_such_driver'], group='agent')
+        self.assertEqual(Code.WARNING, self.checks.check())
+
+    def test_upgraded_database_is_a_success(self):
+        migration.upgrade('head')
+        self.assertEqual(Code.SUCCESS, self.checks.check())
+        for name in ('Database schema', 'Policy File JSON to YAML Migration',
+                     'Enabled accelerator drivers'):
+            self.assertIn(name, self.stdout.getvalue())
