@@ -65,8 +65,9 @@ class HostDriver(Base):
 class Device(Base):
     __tablename__ = 'devices'
     __table_args__ = (
-        _unique_uuid('devices'),sa.Index('devices_hostname_idx', 'hostname'),
-                      _TABLE_ARGS)
+        _unique_uuid('devices'),
+        sa.Index('devices_hostname_idx', 'hostname'),
+        _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = _uuid_col()
