@@ -42,9 +42,9 @@ class Daemon:
     def running(self):
         return self.process.poll() is None
 
-    def terminate(self, timeout=20):
-        """SIGTERM, then the exit code (None if it did not stop)."""
-        self.process.send_signal(signal.SIGTERM)
+    def terminate(self, timeout=20, signum=signal.SIGTERM):
+        """Send ``signum``; the exit code (None if it did not stop)."""
+        self.process.send_signal(signum)
         try:
             return self.process.wait(timeout)
         except subprocess.TimeoutExpired:
