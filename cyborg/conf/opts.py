@@ -9,9 +9,10 @@ from cyborg.conf import api
 from cyborg.conf import conductor
 from cyborg.conf import database
 from cyborg.conf import default
+from cyborg.conf import drivers
 from cyborg.conf import services
 
-_MODULES = (default, api, agent, conductor, database, services)
+_MODULES = (default, api, agent, conductor, database, services, drivers)
 
 
 def list_opts():

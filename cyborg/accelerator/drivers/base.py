@@ -2,7 +2,12 @@
 
 import abc
 
+from oslo_log import log as logging
+
+from cyborg.accelerator.common import sysfs
 from cyborg.objects import host as host_obj
+
+LOG = logging.getLogger(__name__)
 
 
 class AcceleratorDriver(abc.ABC):
@@ -30,3 +35,96 @@ class AcceleratorDriver(abc.ABC):
     @abc.abstractmethod
     def discover(self):
         """The accelerators on this host, as a list of DriverDevice."""
+
+    def hardware(self):
+        """Every device this driver sees, usable or not.
+
+        A list of dicts (see :func:`hardware_entry`): the discovered
+        devices, plus devices that are present but need setup or a reboot
+        before they can be offered. By default, what ``discover()`` finds.
+        """
+        return [hardware_entry(device.controlpath_id.cpid_info, device)
+                for device in self.discover()]
+
+
+class NotReady(Exception):
+    """A device is present but cannot be offered yet.
+
+    Raised by :meth:`SysfsPciDriver.build_device`; ``discover()`` leaves the
+    device out with a warning and ``hardware()`` lists it with the flags.
+    """
+
+    def __init__(self, reason, setup_required=True, reboot_required=False):
+        super().__init__(reason)
+        self.reason = reason
+        self.setup_required = setup_required
+        self.reboot_required = reboot_required
+
+
+def hardware_entry(address, device=None, not_ready=None):
+    """One row of a hardware listing (the seed's driver GET /hardware)."""
+    return {'address': str(address), 'device': device,
+            'ready': not_ready is None,
+            'setup_required': bool(not_ready and not_ready.setup_required),
+            'reboot_required': bool(not_ready and
+                                    not_ready.reboot_required),
+            'reason': not_ready.reason if not_ready else None}
+
+
+class SysfsPciDriver(AcceleratorDriver):
+    """Base of drivers that find PCI functions in sysfs.
+
+    A subclass names its ``vendors``, picks its ``candidates`` among the
+    functions found, and turns one candidate into a DriverDevice in
+    ``build_device`` (or raises :class:`NotReady`, or returns None for a
+    function that is not its business). One bad device never stops the
+    others: anything raised while building it is logged and it is skipped.
+    """
+
+    #: PCI vendor ids (four lower-case hex digits) to read; None for all.
+    vendors = None
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.reader = sysfs.PciReader(conf.agent.sysfs_root)
+
+    @property
+    def host(self):
+        return self.conf.host
+
+    def candidates(self, functions):
+        """The functions that may become devices (default: all)."""
+        return list(functions.values())
+
+    @abc.abstractmethod
+    def build_device(self, function, functions):
+        """The DriverDevice of ``function``, None, or raise NotReady.
+
+        ``functions`` maps every readable function of ``vendors`` by
+        address, for looking up VFs and PFs.
+        """
+
+    def _scan(self):
+        functions = {f.address: f
+                     for f in self.reader.functions(self.vendors)}
+        for function in self.candidates(functions):
+            try:
+                device = self.build_device(function, functions)
+            except NotReady as e:
+                LOG.warning('%s: %s is not offered: %s',
+                            type(self).__name__, function.address, e.reason)
+                yield function, None, e
+            except Exception:
+                LOG.exception('%s: skipping %s, its sysfs entries are not '
+                              'understood', type(self).__name__,
+                              function.address)
+            else:
+                if device is not None:
+                    yield function, device, None
+
+    def discover(self):
+        return [device for _f, device, _e in self._scan() if device]
+
+    def hardware(self):
+        return [hardware_entry(function.address, device, not_ready)
+                for function, device, not_ready in self._scan()]

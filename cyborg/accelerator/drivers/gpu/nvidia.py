@@ -1,0 +1,147 @@
+"""NVIDIA GPUs: whole GPUs (PGPU) and vGPU types (VGPU).
+
+A GPU (PCI class 03, vendor 10de, a physical function) is offered in
+exactly one way:
+
+* as VGPU if ``[vgpu_<type>] device_addresses`` lists it: inventory is the
+  type's ``available_instances`` plus the mdevs of that type that exist,
+  read from the GPU itself or, for SR-IOV vGPU (Ampere and later), from its
+  VFs; one MDEV attach handle per slot;
+* otherwise as one PGPU, but only when nothing else may be using it.
+
+Fail closed (upstream offers these as free PGPUs): a GPU with SR-IOV VFs
+enabled, with mdevs created, exposing vGPU types (the vGPU host driver
+manages it), listed for several vGPU types, or bound to a host graphics
+driver such as nouveau is not offered whole; its VFs are never PGPUs.
+"""
+
+from oslo_log import log as logging
+
+from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import records
+from cyborg.accelerator.drivers import base
+from cyborg.conf import drivers as drivers_conf
+
+LOG = logging.getLogger(__name__)
+
+VENDOR_ID = '10de'
+DRIVER_NAME = 'NVIDIA'
+PGPU = 'PGPU'
+VGPU = 'VGPU'
+#: Kernel drivers a whole GPU may be bound to and still be handed out.
+PASSTHROUGH_DRIVERS = frozenset([None, 'vfio-pci', 'nvidia'])
+MODELS = {'1eb8': 'Tesla T4', '1db4': 'Tesla V100 PCIe 16GB',
+          '20b0': 'A100 SXM4 40GB', '20b5': 'A100 PCIe 80GB',
+          '2236': 'A10', '25b6': 'A16', '2331': 'H100 PCIe'}
+
+
+def vgpu_trait_name(product, mdev_name, type_id):
+    """``CUSTOM_NVIDIA_<PID>_<NAME>``; NAME is the type name's second word.
+
+    ``GRID T4-1B`` on a 1eb8 gives ``CUSTOM_NVIDIA_1EB8_T4_1B`` (upstream's
+    name); a type without a two-word name falls back to its id.
+    """
+    words = mdev_name.split()
+    return records.custom_name('NVIDIA', product,
+                               words[1] if len(words) > 1 else type_id)
+
+
+def read_vgpu_config(conf):
+    """``({address: type_id}, {addresses listed for several types})``."""
+    assigned, conflicts = {}, set()
+    for type_id in conf.gpu_devices.enabled_vgpu_types:
+        group = drivers_conf.register_vgpu_opts(conf, type_id)
+        if not group.device_addresses:
+            LOG.warning('vGPU type %s is enabled but [%s] device_addresses '
+                        'is empty', type_id,
+                        drivers_conf.vgpu_group_name(type_id))
+        for text in group.device_addresses:
+            address = pci.parse_or_none(text)
+            if address is None:
+                LOG.warning('Ignoring %r in [%s] device_addresses: not a '
+                            'PCI address', text,
+                            drivers_conf.vgpu_group_name(type_id))
+            elif assigned.get(address, type_id) != type_id:
+                conflicts.add(address)
+            else:
+                assigned[address] = type_id
+    for address in conflicts:
+        LOG.warning('GPU %s is listed for several vGPU types; it is not '
+                    'offered at all', address)
+    return assigned, conflicts
+
+
+class NvidiaGpuDriver(base.SysfsPciDriver):
+    """Entry point ``nvidia_gpu_driver``."""
+
+    device_type = 'GPU'
+    vendors = (VENDOR_ID,)
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        self.vgpu_types, self.conflicts = read_vgpu_config(conf)
+
+    def candidates(self, functions):
+        return [f for f in functions.values()
+                if f.class_code.startswith('03') and not f.is_vf]
+
+    def build_device(self, function, functions):
+        if function.address in self.conflicts:
+            raise base.NotReady('listed for several vGPU types')
+        type_id = self.vgpu_types.get(function.address)
+        if type_id is not None:
+            deployable = self._vgpu(function, functions, type_id)
+        else:
+            deployable = self._pgpu(function)
+        return records.device(
+            function, self.device_type,
+            MODELS.get(function.product, 'NVIDIA GPU %s' % function.product),
+            [deployable])
+
+    def _pgpu(self, function):
+        if function.has_vfs_enabled:
+            raise base.NotReady('SR-IOV VFs are enabled; it is not offered '
+                                'as a whole GPU')
+        if function.driver not in PASSTHROUGH_DRIVERS:
+            raise base.NotReady('bound to kernel driver %s; bind it to '
+                                'vfio-pci to offer it' % function.driver)
+        mdev_types = self.reader.mdev_types(function.address)
+        if any(t.devices for t in mdev_types.values()):
+            raise base.NotReady('mdevs exist on it; it is not offered as a '
+                                'whole GPU')
+        if mdev_types:
+            raise base.NotReady('the vGPU host driver manages it; list it '
+                                'in [vgpu_<type>] device_addresses, or bind '
+                                'it to vfio-pci to offer it whole')
+        traits = [records.OWNER_CYBORG,
+                  records.custom_name('NVIDIA', function.product)]
+        return records.deployable(self.host, function.address, PGPU, traits,
+                                  [records.pci_handle(function.address)],
+                                  driver_name=DRIVER_NAME)
+
+    def _vgpu(self, function, functions, type_id):
+        if function.virtfns:  # SR-IOV vGPU: the types live on the VFs
+            holders = [functions[a] for a in function.virtfns
+                       if a in functions]
+        else:
+            holders = [function]
+        handles, mdev_name = [], None
+        for holder in holders:
+            mdev_type = self.reader.mdev_types(holder.address).get(type_id)
+            if mdev_type is None:
+                continue
+            mdev_name = mdev_type.name
+            for _slot in range(mdev_type.available_instances +
+                               len(mdev_type.devices)):
+                handles.append(records.mdev_handle(holder.address, type_id,
+                                                   len(handles)))
+        if mdev_name is None:
+            raise base.NotReady('vGPU type %s is not supported by this GPU '
+                                'or its VFs' % type_id)
+        if not handles:
+            raise base.NotReady('vGPU type %s has no instances on it'
+                                % type_id, setup_required=False)
+        traits = [records.OWNER_CYBORG,
+                  vgpu_trait_name(function.product, mdev_name, type_id)]
+        return records.deployable(self.host, function.address, VGPU, traits,
+                                  handles, driver_name=DRIVER_NAME)

@@ -1,0 +1,63 @@
+"""Options of the accelerator drivers: [pci], [gpu_devices], [vgpu_<type>].
+
+Group and option names are upstream's, so an existing cyborg.conf carries
+over. ``[vgpu_<type>]`` groups are dynamic: one per type listed in
+``[gpu_devices] enabled_vgpu_types``, registered by
+:func:`register_vgpu_opts` when the NVIDIA driver loads.
+"""
+
+from oslo_config import cfg
+
+PCI_GROUP = cfg.OptGroup('pci', title='Generic PCI passthrough driver')
+GPU_GROUP = cfg.OptGroup('gpu_devices', title='NVIDIA GPU driver')
+
+pci_opts = [
+    cfg.MultiStrOpt(
+        'passthrough_whitelist', default=[],
+        help='Device specs of the pci_driver, Nova style: each value is a '
+             'JSON object (or a list of them) with any of "vendor_id", '
+             '"product_id" (hex, "*" for any), "address" (a glob such as '
+             '"0000:3b:*.*", or a dict of globs with keys "domain", "bus", '
+             '"slot", "function"), "resource_class" (default CUSTOM_PCI) '
+             'and "traits" (comma-separated, added to the defaults). '
+             'A function matching any spec is offered whole.'),
+]
+
+gpu_opts = [
+    cfg.ListOpt(
+        'enabled_vgpu_types', default=[],
+        help='mdev types (e.g. nvidia-222) offered as VGPU. For each, '
+             'a group [vgpu_<type>] with option device_addresses lists '
+             'the GPUs (PCI addresses of the physical functions) carved '
+             'into that type. A GPU listed there is never offered as a '
+             'whole PGPU.'),
+]
+
+vgpu_opts = [
+    cfg.ListOpt(
+        'device_addresses', default=[],
+        help='PCI addresses of the GPUs offered as this vGPU type.'),
+]
+
+
+def register_opts(conf):
+    conf.register_group(PCI_GROUP)
+    conf.register_opts(pci_opts, group=PCI_GROUP)
+    conf.register_group(GPU_GROUP)
+    conf.register_opts(gpu_opts, group=GPU_GROUP)
+
+
+def vgpu_group_name(type_id):
+    return 'vgpu_%s' % type_id
+
+
+def register_vgpu_opts(conf, type_id):
+    """Register ``[vgpu_<type_id>]`` (idempotent); returns the group."""
+    name = vgpu_group_name(type_id)
+    conf.register_opts(vgpu_opts, group=name)
+    return getattr(conf, name)
+
+
+def list_opts():
+    return {PCI_GROUP: pci_opts, GPU_GROUP: gpu_opts,
+            'vgpu_<type>': vgpu_opts}

@@ -1,0 +1,162 @@
+"""nvidia_gpu_driver against captured-style sysfs trees."""
+
+import json
+
+from cyborg.accelerator import drivers
+from cyborg.accelerator.drivers.gpu import nvidia
+from cyborg.conf import drivers as drivers_conf
+from cyborg.tests.unit.accelerator import sysfs
+
+PREFIX = 'cmp-1_example_org_'
+
+
+class NvidiaGpuDriverTest(sysfs.SysfsTestCase):
+
+    def vgpu(self, **addresses_by_type):
+        self.flags(group='gpu_devices',
+                   enabled_vgpu_types=sorted(addresses_by_type))
+        for type_id, addresses in addresses_by_type.items():
+            drivers_conf.register_vgpu_opts(self.conf, type_id)
+            self.flags(group='vgpu_' + type_id, device_addresses=addresses)
+
+    def discover(self):
+        return nvidia.NvidiaGpuDriver(self.conf).discover()
+
+    def test_whole_gpus(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('tesla_t4', '0000:5e:00.0', driver='vfio-pci')
+        self.tree.add_card('a100', '0000:86:00.0', driver=None)
+        self.tree.add_card('x710', '0000:18:00.0')       # not NVIDIA
+        devices = self.discover()
+        self.assertEqual(3, len(devices))
+        deps = self.by_name(devices)
+        self.assertEqual([PREFIX + '0000_3b_00_0', PREFIX + '0000_5e_00_0',
+                          PREFIX + '0000_86_00_0'], sorted(deps))
+        t4 = deps[PREFIX + '0000_3b_00_0']
+        self.assertEqual('PGPU', self.rc(t4))
+        self.assertEqual(['CUSTOM_NVIDIA_1EB8', 'OWNER_CYBORG'],
+                         self.traits(t4))
+        self.assertEqual((1, 'NVIDIA'), (t4.num_accelerators,
+                                         t4.driver_name))
+        [handle] = t4.attach_handle_list
+        self.assertEqual('PCI', handle.attach_type)
+        self.assertEqual('{"bus": "3b", "device": "00", "domain": "0000", '
+                         '"function": "0"}', handle.attach_info)
+        device = devices[0]
+        self.assertEqual(('GPU', '10de', 'Tesla T4'),
+                         (device.type, device.vendor, device.model))
+        self.assertEqual('PCI', device.controlpath_id.cpid_type)
+        self.assertEqual(handle.attach_info, device.controlpath_id.cpid_info)
+        self.assertEqual(['CUSTOM_NVIDIA_20B0', 'OWNER_CYBORG'],
+                         self.traits(deps[PREFIX + '0000_86_00_0']))
+
+    def test_fail_closed(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        # SR-IOV vGPU host: VFs enabled, not configured for any type.
+        self.tree.add_card('a100', '0000:5e:00.0', vfs=4)
+        # Already carved into mdevs.
+        self.tree.add_card('tesla_t4', '0000:86:00.0')
+        self.tree.add_mdev_type('0000:86:00.0', 'nvidia-222', 'GRID T4-1B',
+                                15, devices=['2b0d3f4e'])
+        # vGPU host driver offers types, nothing carved yet.
+        self.tree.add_card('tesla_t4', '0000:af:00.0')
+        self.tree.add_mdev_type('0000:af:00.0', 'nvidia-222', 'GRID T4-1B',
+                                16)
+        # Bound to the host's graphics driver.
+        self.tree.add_card('tesla_t4', '0000:d8:00.0', driver='nouveau')
+        devices = self.discover()
+        self.assertEqual([PREFIX + '0000_3b_00_0'],
+                         sorted(self.by_name(devices)))
+        hardware = nvidia.NvidiaGpuDriver(self.conf).hardware()
+        self.assertEqual(5, len(hardware))
+        not_ready = {h['address']: h for h in hardware if not h['ready']}
+        self.assertEqual(['0000:5e:00.0', '0000:86:00.0', '0000:af:00.0',
+                          '0000:d8:00.0'], sorted(not_ready))
+        self.assertTrue(all(h['setup_required'] and h['device'] is None
+                            for h in not_ready.values()))
+        self.assertIn('nouveau', not_ready['0000:d8:00.0']['reason'])
+        ready = [h for h in hardware if h['ready']]
+        self.assertEqual(devices[0].controlpath_id.cpid_info,
+                         ready[0]['device'].controlpath_id.cpid_info)
+
+    def test_vfs_are_never_whole_gpus(self):
+        self.tree.add_card('a100', '0000:5e:00.0', vfs=2)
+        self.tree.write('0000:5e:00.0', 'sriov_numvfs', '0\n')  # stale
+        self.assertEqual([], self.discover())
+
+    def test_classic_vgpu(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('tesla_t4', '0000:af:00.0')
+        self.tree.add_mdev_type('0000:af:00.0', 'nvidia-222', 'GRID T4-1B',
+                                14, devices=['u1', 'u2'])
+        self.tree.add_mdev_type('0000:af:00.0', 'nvidia-223', 'GRID T4-2B',
+                                7)
+        self.vgpu(**{'nvidia-222': ['0000:af:00.0']})
+        deps = self.by_name(self.discover())
+        self.assertEqual('PGPU', self.rc(deps[PREFIX + '0000_3b_00_0']))
+        vgpu = deps[PREFIX + '0000_af_00_0']
+        self.assertEqual('VGPU', self.rc(vgpu))
+        self.assertEqual(['CUSTOM_NVIDIA_1EB8_T4_1B', 'OWNER_CYBORG'],
+                         self.traits(vgpu))
+        self.assertEqual(16, vgpu.num_accelerators)
+        infos = [json.loads(h.attach_info) for h in vgpu.attach_handle_list]
+        self.assertEqual({'MDEV'}, {h.attach_type
+                                    for h in vgpu.attach_handle_list})
+        self.assertEqual({'asked_type': 'nvidia-222', 'bus': 'af',
+                          'device': '00', 'domain': '0000', 'function': '0',
+                          'vgpu_mark': 'nvidia-222_15'}, infos[-1])
+        self.assertEqual(16, len({i['vgpu_mark'] for i in infos}))
+
+    def test_sriov_vgpu_counts_the_vfs(self):
+        vfs = self.tree.add_card('a100', '0000:5e:00.0', vfs=4)
+        for index, vf in enumerate(vfs):
+            self.tree.add_mdev_type(vf, 'nvidia-472', 'GRID A100-4C',
+                                    0 if index == 0 else 1,
+                                    devices=['u0'] if index == 0 else [])
+        self.vgpu(**{'nvidia-472': ['0000:5e:00.0']})
+        [device] = self.discover()
+        [vgpu] = device.deployable_list
+        self.assertEqual(PREFIX + '0000_5e_00_0', vgpu.name)
+        self.assertEqual(4, vgpu.num_accelerators)
+        self.assertEqual(['CUSTOM_NVIDIA_20B0_A100_4C', 'OWNER_CYBORG'],
+                         self.traits(vgpu))
+        self.assertEqual([str(vf) for vf in vfs],
+                         ['0000:%(bus)s:%(device)s.%(function)s'
+                          % json.loads(h.attach_info)
+                          for h in vgpu.attach_handle_list])
+
+    def test_bad_vgpu_config_fails_closed_and_others_go_on(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('tesla_t4', '0000:5e:00.0')
+        self.tree.add_card('tesla_t4', '0000:86:00.0')
+        for address in ('0000:5e:00.0', '0000:86:00.0'):
+            self.tree.add_mdev_type(address, 'nvidia-222', 'GRID T4-1B', 16)
+        self.vgpu(**{'nvidia-222': ['0000:5e:00.0', 'garbage'],
+                     'nvidia-223': ['0000:5e:00.0', '0000:86:00.0']})
+        deps = self.by_name(self.discover())
+        # 5e is listed twice, 86 for a type it does not have.
+        self.assertEqual([PREFIX + '0000_3b_00_0'], sorted(deps))
+        self.assertIn('several vGPU types', self.logs.output)
+        self.assertIn("'garbage'", self.logs.output)
+
+    def test_half_written_files_skip_one_gpu(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('tesla_t4', '0000:5e:00.0')
+        self.tree.write('0000:5e:00.0', 'class', '0x03')
+        self.tree.add_card('tesla_t4', '0000:86:00.0')
+        self.tree.add_mdev_type('0000:86:00.0', 'nvidia-222', 'GRID T4-1B',
+                                16)
+        self.tree.write('0000:86:00.0', 'mdev_supported_types/nvidia-222/'
+                        'available_instances', '1')
+        self.tree.write('0000:86:00.0', 'sriov_numvfs', '\x00')
+        self.vgpu(**{'nvidia-222': ['0000:86:00.0']})
+        deps = self.by_name(self.discover())
+        self.assertEqual([PREFIX + '0000_3b_00_0'], sorted(deps))
+        self.assertIn('Skipping PCI function 0000:5e:00.0', self.logs.output)
+
+    def test_loads_as_plugin(self):
+        loaded, statuses = drivers.load(['nvidia_gpu_driver'], self.conf)
+        self.assertIsInstance(loaded['nvidia_gpu_driver'],
+                              nvidia.NvidiaGpuDriver)
+        self.assertEqual(('READY', 'GPU'),
+                         (statuses[0].status, statuses[0].device_type))
