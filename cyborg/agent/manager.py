@@ -1,5 +1,13 @@
-"""The agent's RPC endpoints and its conversation with the conductor."""
+"""The agent's RPC endpoints and its conversation with the conductor.
 
+Every heartbeat interval the agent runs discovery with all its drivers and
+hashes the result; when the hash differs from the last one the conductor
+accepted it sends the report (``report_data``), otherwise, or when the
+report was not accepted, a heartbeat.
+"""
+
+import hashlib
+import json
 import threading
 
 from oslo_log import log as logging
@@ -7,11 +15,31 @@ import oslo_messaging as messaging
 
 from cyborg.accelerator import drivers as accel_drivers
 from cyborg.common import context as cyborg_context
+from cyborg.common import exception
 from cyborg.conductor import rpcapi as conductor_rpcapi
+from cyborg.objects import base as objects_base
 from cyborg.objects import host as host_obj
 from cyborg import version
 
 LOG = logging.getLogger(__name__)
+
+
+def _canonical(value):
+    if isinstance(value, objects_base.CyborgObject):
+        return {name: _canonical(getattr(value, name))
+                for name in sorted(value.fields)
+                if value.obj_attr_is_set(name)}
+    if isinstance(value, (list, tuple)):
+        items = [_canonical(item) for item in value]
+        return sorted(items, key=lambda i: json.dumps(i, sort_keys=True))
+    return value
+
+
+def report_hash(devices):
+    """A content hash of a report: equal for equal content, whatever the
+    order drivers listed things in."""
+    text = json.dumps(_canonical(list(devices)), sort_keys=True)
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
 class AgentManager:
@@ -28,6 +56,9 @@ class AgentManager:
         self._conductor = None
         self._registered = threading.Event()
         self._lock = threading.Lock()
+        self._report_lock = threading.Lock()
+        # The hash of the last report the conductor accepted.
+        self.accepted_hash = None
 
     @property
     def conductor(self):
@@ -41,12 +72,40 @@ class AgentManager:
         return [(self.conf.agent.heartbeat_interval, self.keep_alive)]
 
     def keep_alive(self):
-        """Say hello until the conductor has us, then send heartbeats."""
+        """Say hello until the conductor has us, then report what changed
+        or send a heartbeat."""
         context = cyborg_context.get_admin_context()
         if not self._registered.is_set():
-            self._hello(context)
-        else:
+            if self._hello(context):
+                self._report(context)
+        elif not self._report(context):
             self.conductor.agent_heartbeat(context, self.host)
+
+    def _report(self, context):
+        """Send the devices if they changed since the last accepted report;
+        True if sent and accepted."""
+        with self._report_lock:
+            devices = self.get_hardware(context)
+            digest = report_hash(devices)
+            if digest == self.accepted_hash:
+                return False
+            try:
+                accepted = self.conductor.report_data(context, self.host,
+                                                      devices, digest)
+            except exception.HostNotFound:
+                LOG.info('The conductor does not know us; saying hello again')
+                self._registered.clear()
+                return False
+            except messaging.MessagingException as e:
+                LOG.warning('The conductor did not take our report (%s); '
+                            'sending it again later', e)
+                return False
+            if accepted != digest:
+                LOG.info('The conductor will take our report again later')
+                return False
+            self.accepted_hash = digest
+            LOG.info('Reported %d devices to the conductor', len(devices))
+            return True
 
     def _hello(self, context):
         with self._lock:
@@ -63,6 +122,8 @@ class AgentManager:
                             'trying again in %d seconds', e,
                             self.conf.agent.heartbeat_interval)
                 return False
+            # A conductor that lost track of us must get a full report.
+            self.accepted_hash = None
             self._registered.set()
             LOG.info('Registered with the conductor as %s', self.host)
             return True
@@ -88,3 +149,5 @@ class AgentManager:
 
     def discover(self, context):
         self.say_hello(context)
+        if self.registered:
+            self._report(context)

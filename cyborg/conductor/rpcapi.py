@@ -4,6 +4,8 @@ Version history:
 
 * 1.0 - Initial version: ``agent_hello`` (call) and ``agent_heartbeat``
   (cast).
+* 1.1 - ``report_data`` (call): an agent's devices with their content
+  hash; returns the hash once the database and Placement show them.
 """
 
 import oslo_messaging as messaging
@@ -14,7 +16,7 @@ from cyborg.common import rpc
 class ConductorAPI:
     """What the API and the agents ask of the conductor."""
 
-    RPC_API_VERSION = '1.0'
+    RPC_API_VERSION = '1.1'
 
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
         from cyborg.conf import CONF
@@ -32,3 +34,11 @@ class ConductorAPI:
         """Tell the conductor the agent on ``hostname`` is alive."""
         cctxt = self.client.prepare(version='1.0')
         cctxt.cast(context, 'agent_heartbeat', hostname=hostname)
+
+    def report_data(self, context, hostname, devices, report_hash,
+                    timeout=None):
+        """Send the DriverDevices of ``hostname``; returns ``report_hash``
+        when accepted, None when the conductor wants it again later."""
+        cctxt = self.client.prepare(version='1.1', timeout=timeout)
+        return cctxt.call(context, 'report_data', hostname=hostname,
+                          devices=devices, report_hash=report_hash)

@@ -25,14 +25,29 @@ def connect(conf):
 def _check(response, method, url):
     if response.status_code >= 400:
         try:
-            detail = '; '.join(e.get('detail', '') for e in
-                               response.json().get('errors', []))
+            errors = response.json().get('errors', [])
         except ValueError:
-            detail = response.text[:200]
-        raise exception.PlacementError(method=method, url=url,
-                                       status=response.status_code,
-                                       detail=detail)
+            errors = [{'detail': response.text[:200]}]
+        raise exception.PlacementError(
+            method=method, url=url, status=response.status_code,
+            detail='; '.join(e.get('detail', '') for e in errors),
+            codes=[e.get('code') for e in errors])
     return response
+
+
+def is_conflict(error, code=None):
+    """Whether a PlacementError is a 409, optionally with that error
+    code (e.g. 'placement.concurrent_update' for a generation conflict)."""
+    kwargs = getattr(error, 'kwargs', {})
+    if kwargs.get('status') != 409:
+        return False
+    return code is None or code in (kwargs.get('codes') or [])
+
+
+def _request(client, method, url, microversion, **kwargs):
+    response = client.request(url, method, microversion=microversion,
+                              raise_exc=False, **kwargs)
+    return _check(response, method, url)
 
 
 def find_provider(client, name):
@@ -54,3 +69,59 @@ def create_provider(client, name, uuid=None, parent_uuid=None):
                                   microversion='1.20', raise_exc=False),
                       'POST', '/resource_providers')
     return response.json()
+
+
+def get_provider(client, uuid):
+    """The provider ``uuid`` as a dict, or None."""
+    url = '/resource_providers/%s' % uuid
+    response = client.get(url, microversion='1.14', raise_exc=False)
+    if response.status_code == 404:
+        return None
+    return _check(response, 'GET', url).json()
+
+
+def list_tree(client, root_uuid, required=None):
+    """Providers in the tree of ``root_uuid`` (optionally having all the
+    traits in ``required``), as dicts."""
+    url = '/resource_providers?in_tree=%s' % root_uuid
+    if required:
+        url += '&required=%s' % ','.join(required)
+    return _request(client, 'GET', url, '1.18').json()['resource_providers']
+
+
+def ensure_resource_class(client, name):
+    """Create the custom resource class ``name`` if it does not exist."""
+    _request(client, 'PUT', '/resource_classes/%s' % name, '1.7')
+
+
+def ensure_trait(client, name):
+    """Create the custom trait ``name`` if it does not exist."""
+    _request(client, 'PUT', '/traits/%s' % name, '1.6')
+
+
+def set_inventories(client, uuid, generation, inventories):
+    """Replace a provider's inventories; returns its new generation."""
+    body = {'resource_provider_generation': generation,
+            'inventories': inventories}
+    return _request(client, 'PUT', '/resource_providers/%s/inventories' %
+                    uuid, '1.26', json=body).json()[
+                        'resource_provider_generation']
+
+
+def set_traits(client, uuid, generation, traits):
+    """Replace a provider's traits; returns its new generation."""
+    body = {'resource_provider_generation': generation,
+            'traits': sorted(traits)}
+    return _request(client, 'PUT', '/resource_providers/%s/traits' % uuid,
+                    '1.26', json=body).json()['resource_provider_generation']
+
+
+def delete_provider(client, uuid):
+    """Delete a provider; True if it was there. A provider with
+    allocations raises PlacementError with status 409."""
+    url = '/resource_providers/%s' % uuid
+    response = client.delete(url, microversion='1.26', raise_exc=False)
+    if response.status_code == 404:
+        return False
+    _check(response, 'DELETE', url)
+    return True

@@ -69,7 +69,9 @@ class AllInOneTest(testtools.TestCase):
     def test_restart_keeps_state(self):
         aio = self.start()
         wait_for(lambda: self.hosts())
-        first = self.providers()
+        # The compute node and the fake driver's device provider.
+        first = wait_for(lambda: len(self.providers()) == 2 and
+                         self.providers())
         # Ctrl-C stops it as cleanly as SIGTERM.
         self.assertEqual(0, aio.terminate(signum=signal.SIGINT))
         self.start()

@@ -1,0 +1,182 @@
+"""Make Placement show a host's deployables, after the database has them.
+
+The layout is upstream's, which Nova depends on: under the compute node
+provider (found by name, the report's hostname) one child provider per
+deployable, named by the deployable, with uuid ``uuid3(NAMESPACE_DNS,
+name)``; its inventory is ``{rc: {total: n, max_unit: n}}`` and its
+traits are the values of the deployable's attributes whose key starts
+with ``trait``, plus ``OWNER_CYBORG``.
+
+``sync_host`` makes the host's subtree match the wanted providers as a
+whole, so it is idempotent: after Placement was unreachable the next call
+catches up, including deletions whose database rows are already gone
+(cyborg's providers are recognised by ``OWNER_CYBORG``). Unlike upstream
+it never deletes traits or resource classes globally, since other
+providers may use them.
+"""
+
+import collections
+import uuid
+
+from oslo_log import log as logging
+import os_resource_classes
+import os_traits
+
+from cyborg.common.clients import placement
+from cyborg.common import exception
+
+LOG = logging.getLogger(__name__)
+
+OWNER_TRAIT = os_traits.OWNER_CYBORG
+GENERATION_CONFLICT = 'placement.concurrent_update'
+MAX_ATTEMPTS = 4
+
+Provider = collections.namedtuple(
+    'Provider', 'name uuid resource_class total traits')
+
+
+def provider_uuid(name):
+    """The uuid of a deployable's provider, derived from its name as
+    upstream derives it (Nova and existing deployments rely on it)."""
+    return str(uuid.uuid3(uuid.NAMESPACE_DNS, name))
+
+
+def _valid_class(name):
+    return (name in os_resource_classes.STANDARDS
+            or os_resource_classes.is_custom(name))
+
+
+def _valid_trait(name):
+    return os_traits.is_custom(name) or name in os_traits.get_traits()
+
+
+def wanted_provider(name, num_accelerators, attributes):
+    """The Provider for a deployable with ``attributes`` ({key: value}),
+    or None when it has no usable resource class."""
+    rc = attributes.get('rc')
+    if not rc or not _valid_class(rc):
+        LOG.warning('Deployable %s has no valid resource class (%r); it is '
+                    'not reported to Placement', name, rc)
+        return None
+    traits = {OWNER_TRAIT}
+    for key, value in attributes.items():
+        if not key.startswith('trait'):
+            continue
+        if _valid_trait(value):
+            traits.add(value)
+        else:
+            LOG.warning('Deployable %s: %r is not a valid trait name; '
+                        'ignored', name, value)
+    return Provider(name, provider_uuid(name), rc, num_accelerators,
+                    frozenset(traits))
+
+
+class PlacementSync:
+    """Keeps Placement in line with the database, one host at a time."""
+
+    def __init__(self, conf, client=None):
+        self.conf = conf
+        self._client = client
+        # Custom classes and traits known to exist; Placement never
+        # forgets them unless someone deletes them on purpose.
+        self._classes = set()
+        self._traits = set()
+
+    @property
+    def client(self):
+        if self._client is None:
+            self._client = placement.connect(self.conf)
+        return self._client
+
+    def sync_host(self, hostname, providers):
+        """Make the providers under compute node ``hostname`` be exactly
+        ``providers``. Raises PlacementError or a keystoneauth error when
+        Placement fails; the caller retries later."""
+        root = placement.find_provider(self.client, hostname)
+        if root is None:
+            raise exception.PlacementError(
+                method='GET', url='/resource_providers?name=%s' % hostname,
+                status=404, detail='no compute node provider named %s' %
+                hostname)
+        current = {p['uuid']: p for p in placement.list_tree(
+            self.client, root['uuid'], required=[OWNER_TRAIT])
+            if p['uuid'] != root['uuid']}
+        for provider in providers:
+            self._sync_provider(root['uuid'], current.pop(provider.uuid, None),
+                                provider)
+        for stale in current.values():
+            self._delete(stale)
+
+    def _sync_provider(self, root_uuid, current, provider):
+        self._ensure_names(provider)
+        if current is None:
+            current = self._create(root_uuid, provider)
+        inventories = {provider.resource_class: {
+            'total': provider.total, 'max_unit': provider.total}}
+        generation = self._retry_on_conflict(
+            provider.uuid, current['generation'],
+            lambda g: placement.set_inventories(self.client, provider.uuid,
+                                                g, inventories))
+        self._retry_on_conflict(
+            provider.uuid, generation,
+            lambda g: placement.set_traits(self.client, provider.uuid, g,
+                                           provider.traits))
+
+    def _ensure_names(self, provider):
+        rc = provider.resource_class
+        if os_resource_classes.is_custom(rc) and rc not in self._classes:
+            placement.ensure_resource_class(self.client, rc)
+            self._classes.add(rc)
+        for trait in provider.traits:
+            if os_traits.is_custom(trait) and trait not in self._traits:
+                placement.ensure_trait(self.client, trait)
+                self._traits.add(trait)
+
+    def _create(self, root_uuid, provider):
+        try:
+            return placement.create_provider(
+                self.client, provider.name, uuid=provider.uuid,
+                parent_uuid=root_uuid)
+        except exception.PlacementError as e:
+            if not placement.is_conflict(e):
+                raise
+        # It exists but without OWNER_CYBORG (a sync that stopped half
+        # way) or elsewhere; take it over rather than fail forever.
+        existing = placement.get_provider(self.client, provider.uuid)
+        if existing is None:
+            raise exception.PlacementError(
+                method='POST', url='/resource_providers', status=409,
+                detail='a provider named %s exists with another uuid' %
+                provider.name)
+        if existing.get('parent_provider_uuid') != root_uuid:
+            LOG.warning('Provider %s (%s) is not under compute node %s',
+                        provider.name, provider.uuid, root_uuid)
+        return existing
+
+    def _retry_on_conflict(self, rp_uuid, generation, put):
+        """``put(generation)``, re-reading the generation when another
+        writer changed the provider meanwhile."""
+        for attempt in range(1, MAX_ATTEMPTS + 1):
+            try:
+                return put(generation)
+            except exception.PlacementError as e:
+                if (attempt == MAX_ATTEMPTS or
+                        not placement.is_conflict(e, GENERATION_CONFLICT)):
+                    raise
+                LOG.debug('Generation conflict on provider %s; retrying',
+                          rp_uuid)
+                generation = placement.get_provider(
+                    self.client, rp_uuid)['generation']
+
+    def _delete(self, provider):
+        try:
+            placement.delete_provider(self.client, provider['uuid'])
+        except exception.PlacementError as e:
+            if not placement.is_conflict(e):
+                raise
+            LOG.warning('Provider %s (%s) is in use and is kept until its '
+                        'allocations are gone', provider['name'],
+                        provider['uuid'])
+            return
+        LOG.info('Deleted provider %s (%s)', provider['name'],
+                 provider['uuid'])

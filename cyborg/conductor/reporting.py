@@ -1,0 +1,357 @@
+"""An agent's report of its host's devices, reconciled with the database
+and then with Placement.
+
+The agent sends a report (a list of DriverDevice) with a content hash
+only when its content changed. The conductor:
+
+1. compares the hash with ``hosts.report_hash``: equal means the database
+   and Placement already show this report, and nothing is written or
+   called;
+2. otherwise applies the report in ONE writer transaction, with one
+   generic keyed diff (``keyed_diff``) at every level: devices by control
+   path id (``cpid_info``), deployables by name (host-wide, so a
+   deployable may move between devices), attributes by key, attach
+   handles by ``attach_info``. Only rows that differ are written. The
+   transaction also clears ``report_hash`` and bumps
+   ``report_generation``: the host now needs a Placement sync;
+3. syncs Placement after the commit (``placement_sync``) and only then
+   stores the hash. If Placement fails, the database stands, the hash
+   stays empty and the agent, not having its hash accepted, sends the
+   report again: the next attempt finds nothing to change in the database
+   and catches Placement up.
+
+Stub devices in a report are ignored. Something in use is never deleted:
+an attach handle that is ``in_use`` or referenced by an ARQ is kept, and
+so is a deployable (with its attributes and handles) that an ARQ
+references or that has such a handle, and the device holding it. They are
+kept (logged) until a later report, after their release, removes them.
+``in_use`` itself is the conductor's to manage and is not taken from
+reports.
+"""
+
+import collections
+
+from keystoneauth1 import exceptions as ks_exceptions
+from openstack import exceptions as sdk_exceptions
+from oslo_log import log as logging
+
+from cyborg.common import exception
+from cyborg.conductor import placement_sync
+from cyborg.db import api as db_api
+from cyborg.db import devices as db_devices
+from cyborg.db import models
+
+LOG = logging.getLogger(__name__)
+
+# Placement down, unreachable or refusing: the sync is retried later.
+SYNC_ERRORS = (exception.PlacementError, ks_exceptions.ClientException,
+               sdk_exceptions.SDKException)
+
+Diff = collections.namedtuple('Diff', 'added removed changed unchanged')
+
+
+def keyed_diff(old, new, old_key, new_key, differs=None):
+    """Match ``old`` and ``new`` items by key.
+
+    Returns a Diff: ``added`` new items without an old one, ``removed``
+    old items without a new one, and the matched ``(old, new)`` pairs
+    split into ``changed`` (``differs(old, new)`` is true) and
+    ``unchanged``. A key twice in ``new`` is an invalid report.
+    """
+    old_by_key = {old_key(item): item for item in old}
+    added, changed, unchanged, seen = [], [], [], set()
+    for item in new:
+        key = new_key(item)
+        if key in seen:
+            raise exception.Invalid(reason='%r appears twice in the report'
+                                    % (key,))
+        seen.add(key)
+        match = old_by_key.get(key)
+        if match is None:
+            added.append(item)
+        elif differs is not None and differs(match, item):
+            changed.append((match, item))
+        else:
+            unchanged.append((match, item))
+    removed = [item for key, item in old_by_key.items() if key not in seen]
+    return Diff(added, removed, changed, unchanged)
+
+
+def _get(obj, name, default=None):
+    return getattr(obj, name) if obj.obj_attr_is_set(name) else default
+
+
+def _differs(values_of):
+    def differs(row, item):
+        return any(getattr(row, key) != value
+                   for key, value in values_of(item).items())
+    return differs
+
+
+def _device_values(device):
+    return {'type': device.type, 'vendor': device.vendor,
+            'model': device.model,
+            'std_board_info': _get(device, 'std_board_info'),
+            'vendor_board_info': _get(device, 'vendor_board_info'),
+            'cpid_type': device.controlpath_id.cpid_type}
+
+
+def _attribute_values(attribute):
+    return {'value': attribute.value}
+
+
+def _handle_values(handle):
+    return {'attach_type': handle.attach_type}
+
+
+def _device_differs(node, device):
+    values = _device_values(device)
+    if node.cpid.cpid_type != values.pop('cpid_type'):
+        return True
+    return any(getattr(node.device, key) != value
+               for key, value in values.items())
+
+
+def _cpid_info(device):
+    return device.controlpath_id.cpid_info
+
+
+class _Place:
+    """Where a reported deployable lives: its device and control path."""
+
+    def __init__(self, device_id, cpid_id):
+        self.device_id = device_id
+        self.cpid_id = cpid_id
+
+
+class HostReconciler:
+    """Applies one report of one host inside the caller's transaction."""
+
+    def __init__(self, context, hostname):
+        self.context = context
+        self.hostname = hostname
+        self.counts = collections.Counter()
+        self._arq_deployables = set()
+        self._arq_handles = set()
+
+    def apply(self, devices):
+        tree = db_devices.get_host_tree(self.context, self.hostname)
+        devices = [d for d in devices if not _get(d, 'stub', False)]
+        device_diff = keyed_diff(tree, devices, lambda n: n.cpid.cpid_info,
+                                 _cpid_info, _device_differs)
+        places = self._apply_devices(device_diff)
+        old = [dep for node in tree for dep in node.deployables]
+        new = [(_cpid_info(d), dep) for d in devices
+               for dep in _get(d, 'deployable_list', [])]
+        diff = keyed_diff(old, new, lambda n: n.row.name, lambda p: p[1].name)
+        common = diff.changed + diff.unchanged
+        handle_diffs = [self._handle_diff(node, dep)
+                        for node, (_key, dep) in common]
+        self._load_arq_references(diff.removed, handle_diffs)
+        kept = self._remove_deployables(diff.removed)
+        for (node, (key, dep)), handles in zip(common, handle_diffs,
+                                               strict=True):
+            self._update_deployable(node, places[key], dep, handles)
+        self._add_deployables(diff.added, places)
+        self._remove_devices(device_diff.removed, kept)
+        return self.counts
+
+    # Devices and their control path ids
+
+    def _apply_devices(self, diff):
+        places = {}
+        for node, device in diff.changed:
+            values = _device_values(device)
+            db_devices.update_changed(
+                node.cpid, {'cpid_type': values.pop('cpid_type')})
+            db_devices.update_changed(node.device, values)
+            self.counts['devices_changed'] += 1
+        for node, device in diff.changed + diff.unchanged:
+            places[_cpid_info(device)] = _Place(node.device.id, node.cpid.id)
+        places.update(self._add_devices(diff.added))
+        return places
+
+    def _add_devices(self, devices):
+        rows = []
+        for device in devices:
+            values = _device_values(device)
+            values.pop('cpid_type')
+            rows.append(db_devices.new_row(
+                models.Device, hostname=self.hostname, status='enabled',
+                **values))
+        db_devices.add(self.context, rows)
+        cpids = [db_devices.new_row(
+            models.ControlpathID, device_id=row.id,
+            cpid_type=device.controlpath_id.cpid_type,
+            cpid_info=_cpid_info(device))
+            for row, device in zip(rows, devices, strict=True)]
+        db_devices.add(self.context, cpids)
+        self.counts['devices_added'] += len(rows)
+        return {cpid.cpid_info: _Place(cpid.device_id, cpid.id)
+                for cpid in cpids}
+
+    def _remove_devices(self, nodes, kept_deployables):
+        keep = {node.device_node.device.id for node in kept_deployables}
+        gone = [n for n in nodes if n.device.id not in keep]
+        db_devices.delete_ids(self.context, models.ControlpathID,
+                              [n.cpid.id for n in gone])
+        db_devices.delete_ids(self.context, models.Device,
+                              [n.device.id for n in gone])
+        self.counts['devices_removed'] += len(gone)
+
+    # What is in use is never deleted
+
+    def _load_arq_references(self, removed_deployables, handle_diffs):
+        handle_ids = [h.id for node in removed_deployables
+                      for h in node.handles]
+        handle_ids += [h.id for diff in handle_diffs for h in diff.removed]
+        self._arq_deployables, self._arq_handles = (
+            db_devices.referenced_by_arqs(
+                self.context, [n.row.id for n in removed_deployables],
+                handle_ids))
+
+    def _handle_in_use(self, handle):
+        return handle.in_use or handle.id in self._arq_handles
+
+    def _deployable_in_use(self, node):
+        return (node.row.id in self._arq_deployables or
+                any(self._handle_in_use(h) for h in node.handles))
+
+    # Deployables, their attributes and attach handles
+
+    def _remove_deployables(self, nodes):
+        kept = [n for n in nodes if self._deployable_in_use(n)]
+        for node in kept:
+            LOG.warning('Deployable %s of host %s is no longer reported but '
+                        'is in use; it is kept until released',
+                        node.row.name, self.hostname)
+        gone = [n for n in nodes if n not in kept]
+        db_devices.delete_ids(self.context, models.AttachHandle,
+                              [h.id for n in gone for h in n.handles])
+        db_devices.delete_ids(self.context, models.Attribute,
+                              [a.id for n in gone for a in n.attributes])
+        db_devices.delete_ids(self.context, models.Deployable,
+                              [n.row.id for n in gone])
+        self.counts['deployables_removed'] += len(gone)
+        self.counts['kept_in_use'] += len(kept)
+        return kept
+
+    def _update_deployable(self, node, place, deployable, handle_diff):
+        if db_devices.update_changed(node.row, {
+                'num_accelerators': deployable.num_accelerators,
+                'driver_name': _get(deployable, 'driver_name'),
+                'device_id': place.device_id,
+                'rp_uuid': placement_sync.provider_uuid(node.row.name)}):
+            self.counts['deployables_changed'] += 1
+        self._apply_attributes(node, _get(deployable, 'attribute_list', []))
+        self._apply_handles(node, place, handle_diff)
+
+    def _apply_attributes(self, node, attributes):
+        diff = keyed_diff(node.attributes, attributes, lambda a: a.key,
+                          lambda a: a.key, _differs(_attribute_values))
+        for row, attribute in diff.changed:
+            db_devices.update_changed(row, _attribute_values(attribute))
+        db_devices.delete_ids(self.context, models.Attribute,
+                              [a.id for a in diff.removed])
+        db_devices.add(self.context, [
+            db_devices.new_row(models.Attribute, deployable_id=node.row.id,
+                               key=a.key, value=a.value)
+            for a in diff.added])
+        self.counts['attributes_changed'] += (
+            len(diff.changed) + len(diff.removed) + len(diff.added))
+
+    def _handle_diff(self, node, deployable):
+        return keyed_diff(node.handles,
+                          _get(deployable, 'attach_handle_list', []),
+                          lambda h: h.attach_info, lambda h: h.attach_info)
+
+    def _apply_handles(self, node, place, diff):
+        for row, handle in diff.changed + diff.unchanged:
+            db_devices.update_changed(row, dict(_handle_values(handle),
+                                                cpid_id=place.cpid_id))
+        gone = [h for h in diff.removed if not self._handle_in_use(h)]
+        if len(gone) < len(diff.removed):
+            LOG.warning('%d attach handles of deployable %s are no longer '
+                        'reported but are in use; they are kept',
+                        len(diff.removed) - len(gone), node.row.name)
+        db_devices.delete_ids(self.context, models.AttachHandle,
+                              [h.id for h in gone])
+        db_devices.add(self.context, [
+            self._new_handle(node.row.id, place, h) for h in diff.added])
+        self.counts['handles_changed'] += len(gone) + len(diff.added)
+
+    def _add_deployables(self, pairs, places):
+        rows = [db_devices.new_row(
+            models.Deployable, name=dep.name,
+            num_accelerators=dep.num_accelerators,
+            device_id=places[key].device_id,
+            driver_name=_get(dep, 'driver_name'),
+            rp_uuid=placement_sync.provider_uuid(dep.name))
+            for key, dep in pairs]
+        db_devices.add(self.context, rows)
+        children = []
+        for row, (key, dep) in zip(rows, pairs, strict=True):
+            children += [db_devices.new_row(
+                models.Attribute, deployable_id=row.id, key=a.key,
+                value=a.value) for a in _get(dep, 'attribute_list', [])]
+            children += [self._new_handle(row.id, places[key], h)
+                         for h in _get(dep, 'attach_handle_list', [])]
+        db_devices.add(self.context, children)
+        self.counts['deployables_added'] += len(rows)
+
+    @staticmethod
+    def _new_handle(deployable_id, place, handle):
+        return db_devices.new_row(
+            models.AttachHandle, deployable_id=deployable_id,
+            cpid_id=place.cpid_id, attach_type=handle.attach_type,
+            attach_info=handle.attach_info, in_use=False)
+
+
+Pending = collections.namedtuple('Pending', 'host_id generation providers')
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def reconcile(context, hostname, devices, report_hash):
+    """Apply a report in one transaction. Returns the Pending Placement
+    sync, or None when the host's accepted report has this hash."""
+    host = db_devices.lock_host(context, hostname)
+    if report_hash and host.report_hash == report_hash:
+        return None
+    counts = HostReconciler(context, hostname).apply(devices)
+    generation = db_devices.start_report(context, host, report_hash)
+    if +counts:
+        LOG.info('Report of host %s applied: %s', hostname, ', '.join(
+            '%s %d' % item for item in sorted(counts.items()) if item[1]))
+    providers = [placement_sync.wanted_provider(
+        row.name, row.num_accelerators, attributes)
+        for row, attributes in db_devices.get_providers(context, hostname)]
+    return Pending(host.id, generation, [p for p in providers if p])
+
+
+class Reporting:
+    """The conductor's side of ``report_data``."""
+
+    def __init__(self, conf, sync=None):
+        self.conf = conf
+        self.sync = sync or placement_sync.PlacementSync(conf)
+
+    def report(self, context, hostname, devices, report_hash):
+        """Apply a report; returns ``report_hash`` once the database and
+        Placement both show it, None when Placement still has to catch
+        up (the agent then sends it again)."""
+        state = db_devices.get_report_state(context, hostname)
+        if report_hash and state.report_hash == report_hash:
+            return report_hash
+        pending = reconcile(context, hostname, devices, report_hash)
+        if pending is None:
+            return report_hash
+        try:
+            self.sync.sync_host(hostname, pending.providers)
+        except SYNC_ERRORS as e:
+            LOG.warning('Placement could not be synced for host %s; it '
+                        'will be on its next report: %s', hostname, e)
+            return None
+        db_devices.accept_report(context, pending.host_id,
+                                 pending.generation, report_hash)
+        return report_hash

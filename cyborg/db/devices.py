@@ -1,0 +1,176 @@
+"""Devices of a host and everything under them: control path ids,
+deployables, attributes and attach handles.
+
+Written only by the conductor's report reconciliation
+(``cyborg.conductor.reporting``), which runs these helpers inside its one
+writer transaction per host report; the helpers therefore use the
+caller's ``context.session`` and open no transaction of their own.
+"""
+
+import collections
+
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+
+from cyborg.common import exception
+from cyborg.db import api as db_api
+from cyborg.db import models
+
+
+class DeviceNode:
+    """A device row with its control path id and deployable nodes."""
+
+    def __init__(self, device, cpid):
+        self.device = device
+        self.cpid = cpid
+        self.deployables = []
+
+
+class DeployableNode:
+    """A deployable row with its attribute and attach handle rows."""
+
+    def __init__(self, row, device_node):
+        self.row = row
+        self.device_node = device_node
+        self.attributes = []
+        self.handles = []
+
+
+ReportState = collections.namedtuple('ReportState',
+                                     'host_id report_hash generation')
+
+
+@db_api.reader
+def get_report_state(context, hostname):
+    """What the conductor last accepted from ``hostname``; one SELECT."""
+    row = (context.session.query(models.Host.id, models.Host.report_hash,
+                                 models.Host.report_generation)
+           .filter(models.Host.hostname == hostname).first())
+    if row is None:
+        raise exception.HostNotFound(host=hostname)
+    return ReportState(*row)
+
+
+def lock_host(context, hostname):
+    """The host row, locked until the transaction ends (where supported),
+    so two conductors never reconcile the same host at once."""
+    row = (context.session.query(models.Host)
+           .filter(models.Host.hostname == hostname)
+           .with_for_update().first())
+    if row is None:
+        raise exception.HostNotFound(host=hostname)
+    return row
+
+
+def get_host_tree(context, hostname):
+    """The device tree of ``hostname`` in five queries (not one per row).
+
+    Devices without a control path id are left out: they cannot be
+    matched with a report.
+    """
+    session = context.session
+    devices = session.query(models.Device).filter(
+        models.Device.hostname == hostname).order_by(models.Device.id).all()
+    if not devices:
+        return []
+    cpids = {row.device_id: row for row in _in(
+        session, models.ControlpathID, 'device_id',
+        [d.id for d in devices])}
+    nodes = {d.id: DeviceNode(d, cpids[d.id]) for d in devices
+             if d.id in cpids}
+    by_id = {}
+    for row in _in(session, models.Deployable, 'device_id', list(nodes)):
+        node = DeployableNode(row, nodes[row.device_id])
+        node.device_node.deployables.append(node)
+        by_id[row.id] = node
+    for row in _in(session, models.Attribute, 'deployable_id', list(by_id)):
+        by_id[row.deployable_id].attributes.append(row)
+    for row in _in(session, models.AttachHandle, 'deployable_id',
+                   list(by_id)):
+        by_id[row.deployable_id].handles.append(row)
+    return list(nodes.values())
+
+
+def _in(session, model, column, values):
+    if not values:
+        return []
+    return (session.query(model).filter(getattr(model, column).in_(values))
+            .order_by(model.id).all())
+
+
+def referenced_by_arqs(context, deployable_ids, handle_ids):
+    """(deployable ids, attach handle ids) that some ARQ references."""
+    arq = models.ExtendedAcceleratorRequest
+    deployables, handles = set(), set()
+    if deployable_ids:
+        deployables = {row[0] for row in context.session.query(
+            arq.deployable_id).filter(arq.deployable_id.in_(deployable_ids))}
+    if handle_ids:
+        handles = {row[0] for row in context.session.query(
+            arq.attach_handle_id).filter(
+                arq.attach_handle_id.in_(handle_ids))}
+    return deployables, handles
+
+
+def add(context, rows):
+    """Insert ``rows`` now (one batched INSERT per table where possible)."""
+    if rows:
+        context.session.add_all(rows)
+        context.session.flush()
+
+
+def new_row(model_class, **values):
+    return model_class(uuid=uuidutils.generate_uuid(), **values)
+
+
+def delete_ids(context, model, ids):
+    if ids:
+        context.session.query(model).filter(model.id.in_(ids)).delete(
+            synchronize_session=False)
+
+
+def update_changed(row, values):
+    """Set the values that differ; True if any did. An ORM row with no
+    changed attribute is not written at all."""
+    changed = False
+    for key, value in values.items():
+        if getattr(row, key) != value:
+            setattr(row, key, value)
+            changed = True
+    return changed
+
+
+def start_report(context, host, report_hash):
+    """Mark ``host`` as reconciling a new report: a new generation and no
+    accepted hash until Placement has it too. Returns the generation."""
+    host.report_generation = (host.report_generation or 0) + 1
+    host.report_hash = None
+    host.last_seen_at = timeutils.utcnow()
+    return host.report_generation
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def accept_report(context, host_id, generation, report_hash):
+    """Record ``report_hash`` as fully applied (DB and Placement), unless
+    a newer report of the host started meanwhile. True if recorded."""
+    count = context.session.query(models.Host).filter(
+        models.Host.id == host_id,
+        models.Host.report_generation == generation).update(
+            {'report_hash': report_hash}, synchronize_session=False)
+    return bool(count)
+
+
+def get_providers(context, hostname):
+    """(deployable row, {key: value}) for every deployable of the host."""
+    session = context.session
+    rows = (session.query(models.Deployable)
+            .join(models.Device, models.Device.id ==
+                  models.Deployable.device_id)
+            .filter(models.Device.hostname == hostname)
+            .order_by(models.Deployable.name).all())
+    attributes = collections.defaultdict(dict)
+    for attr in _in(session, models.Attribute, 'deployable_id',
+                    [r.id for r in rows]):
+        attributes[attr.deployable_id][attr.key] = attr.value
+    return [(row, attributes[row.id]) for row in rows]

@@ -1,0 +1,112 @@
+"""A real Placement service for functional tests.
+
+The openstack-placement WSGI app (as the all-in-one embeds it, with its
+own SQLite database) is served once per test process on a loopback port;
+each test points ``[placement]`` at it and counts the requests it made.
+Tests use hostnames of their own, so they do not see each other's
+providers.
+"""
+
+import atexit
+import contextlib
+import shutil
+import socket
+import tempfile
+import threading
+
+import fixtures
+from keystoneauth1 import loading as ks_loading
+
+from cyborg.aio import placement as aio_placement
+from cyborg.api import server as api_server
+from cyborg.common.clients import placement as placement_client
+
+_LOCK = threading.Lock()
+_SERVICE = {}
+
+
+class _Recorder:
+    """WSGI middleware that records (method, path) of every request."""
+
+    def __init__(self, app):
+        self.app = app
+        self.requests = []
+
+    def __call__(self, environ, start_response):
+        self.requests.append((environ['REQUEST_METHOD'],
+                              environ.get('PATH_INFO', '')))
+        return self.app(environ, start_response)
+
+
+def _service():
+    """The process-wide server: (endpoint, recorder), started on first use.
+
+    Placement configures its database once per process, so there is one.
+    """
+    with _LOCK:
+        if not _SERVICE:
+            state_dir = tempfile.mkdtemp(prefix='cyborg-placement-')
+            atexit.register(shutil.rmtree, state_dir, True)
+            recorder = _Recorder(aio_placement.build_app(state_dir))
+            server = api_server.WSGIServer(recorder, '127.0.0.1', 0, 8,
+                                           name='test-placement')
+            server.start()
+            atexit.register(server.stop)
+            _SERVICE.update(
+                endpoint='http://127.0.0.1:%d' % server.port,
+                recorder=recorder)
+        return _SERVICE['endpoint'], _SERVICE['recorder']
+
+
+def _closed_port():
+    with socket.socket() as probe:
+        probe.bind(('127.0.0.1', 0))
+        return probe.getsockname()[1]
+
+
+class Placement(fixtures.Fixture):
+    """Points ``conf``'s [placement] at the test Placement service."""
+
+    def __init__(self, conf):
+        super().__init__()
+        self.conf = conf
+
+    def _setUp(self):
+        self.endpoint, self._recorder = _service()
+        self.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='placement')
+        self.conf.set_override('auth_type', 'admin_token', group='placement')
+        self.conf.set_override('token', 'admin', group='placement')
+        self.conf.set_override('endpoint', self.endpoint, group='placement')
+        self.client = placement_client.connect(self.conf)
+        self._mark = len(self._recorder.requests)
+
+    def requests(self):
+        """Requests Placement received since the last call (or setUp)."""
+        now = len(self._recorder.requests)
+        made = self._recorder.requests[self._mark:now]
+        self._mark = now
+        return made
+
+    @contextlib.contextmanager
+    def down(self):
+        """[placement] points at a port where nothing listens."""
+        self.conf.set_override('endpoint', 'http://127.0.0.1:%d' %
+                               _closed_port(), group='placement')
+        try:
+            yield
+        finally:
+            self.conf.set_override('endpoint', self.endpoint,
+                                   group='placement')
+
+    # What tests look at, through the same client code cyborg uses.
+
+    def get(self, url, microversion='1.26'):
+        response = self.client.get(url, microversion=microversion,
+                                   raise_exc=False)
+        return response.status_code, (response.json()
+                                      if response.content else None)
+
+    def create_compute_node(self, name):
+        return placement_client.create_provider(self.client, name)

@@ -1,0 +1,305 @@
+"""Agents' reports reconciled with a real database and a real Placement."""
+
+import json
+import uuid
+
+import sqlalchemy as sa
+
+from cyborg.agent import manager as agent_manager
+from cyborg.common import context
+from cyborg.common import exception
+from cyborg.common import rpc
+from cyborg.common import service
+from cyborg.conductor import manager as conductor_manager
+from cyborg.conductor import placement_sync
+from cyborg.conductor import reporting
+from cyborg.db import api as db_api
+from cyborg.db import hosts as db_hosts
+from cyborg.db import models
+from cyborg.objects import driver_device as dd
+from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.functional import placement_fixture
+from cyborg.tests.functional import test_hello
+
+WRITES = ('INSERT', 'UPDATE', 'DELETE')
+
+
+def get_test_device(hostname, function=0, num=16, rc='FPGA',
+                    traits=('CUSTOM_FAKE_DEVICE',), stub=False):
+    """A DriverDevice like the fake driver's, at PCI function
+    ``function``, with one deployable of ``num`` accelerators."""
+    pci = {'domain': '0000', 'bus': '0c', 'device': '00',
+           'function': str(function)}
+    attributes = [dd.DriverAttribute(key='rc', value=rc)]
+    attributes += [dd.DriverAttribute(key='trait%d' % i, value=t)
+                   for i, t in enumerate(traits)]
+    handles = [dd.DriverAttachHandle(
+        attach_type='TEST_PCI', in_use=False,
+        attach_info=json.dumps(dict(pci, vf=i), sort_keys=True))
+        for i in range(num)]
+    deployable = dd.DriverDeployable(
+        name='%s_dev%d' % (hostname, function), num_accelerators=num,
+        driver_name='FAKEDRIVER', attribute_list=attributes,
+        attach_handle_list=handles)
+    return dd.DriverDevice(
+        vendor='0xABCD', model='fake', type='FPGA', std_board_info='{}',
+        vendor_board_info='fake', stub=stub,
+        controlpath_id=dd.DriverControlPathID(
+            cpid_type='PCI', cpid_info=json.dumps(pci, sort_keys=True)),
+        deployable_list=[deployable])
+
+
+class _ReportingTests:
+    """Run by the classes at the end against each database."""
+
+    def setUp(self):
+        super().setUp()
+        self.database = self.useFixture(
+            cyborg_fixtures.Database(self, self.db))
+        self.placement = self.useFixture(
+            placement_fixture.Placement(self.conf))
+        self.ctx = context.get_admin_context()
+        self.hostname = 'host-%s' % uuid.uuid4().hex[:12]
+        db_hosts.record_hello(self.ctx, self.hostname, self.hostname, '1',
+                              [])
+        self.root = self.placement.create_compute_node(self.hostname)
+        self.writes = []
+        sa.event.listen(self.database.engine, 'before_cursor_execute',
+                        self._count_write)
+
+    def _count_write(self, _conn, _cursor, statement, *_args):
+        if statement.lstrip().upper().startswith(WRITES):
+            self.writes.append(statement)
+
+    def tables_written(self):
+        """Sorted (verb, table) of the write statements counted."""
+        result = []
+        for statement in self.writes:
+            words = statement.split()
+            table = words[1] if words[0].upper() == 'UPDATE' else words[2]
+            result.append((words[0].upper(), table.strip('`"')))
+        return sorted(result)
+
+    def report(self, devices):
+        digest = agent_manager.report_hash(devices)
+        self.placement.requests()
+        del self.writes[:]
+        return digest, reporting.Reporting(self.conf).report(
+            self.ctx, self.hostname, devices, digest)
+
+    def rows(self, model):
+        with db_api.reader.using(self.ctx) as session:
+            return session.query(model).all()
+
+    def host_deployables(self):
+        with db_api.reader.using(self.ctx) as session:
+            return (session.query(models.Deployable)
+                    .join(models.Device,
+                          models.Device.id == models.Deployable.device_id)
+                    .filter(models.Device.hostname == self.hostname)
+                    .order_by(models.Deployable.name).all())
+
+    def provider(self, name):
+        rp_uuid = placement_sync.provider_uuid(name)
+        status, body = self.placement.get('/resource_providers/%s' % rp_uuid)
+        if status == 404:
+            return None
+        _, inventories = self.placement.get(
+            '/resource_providers/%s/inventories' % rp_uuid)
+        _, traits = self.placement.get(
+            '/resource_providers/%s/traits' % rp_uuid)
+        return {'parent': body['parent_provider_uuid'],
+                'inventories': {rc: (inv['total'], inv['max_unit'])
+                                for rc, inv in
+                                inventories['inventories'].items()},
+                'traits': set(traits['traits'])}
+
+    def test_new_device_reaches_db_and_placement(self):
+        digest, accepted = self.report([get_test_device(self.hostname)])
+        self.assertEqual(digest, accepted)
+        [deployable] = self.host_deployables()
+        name = '%s_dev0' % self.hostname
+        self.assertEqual((name, 16), (deployable.name,
+                                      deployable.num_accelerators))
+        self.assertEqual(placement_sync.provider_uuid(name),
+                         deployable.rp_uuid)
+        self.assertEqual(16, len(self.rows(models.AttachHandle)))
+        self.assertEqual({'rc': 'FPGA', 'trait0': 'CUSTOM_FAKE_DEVICE'},
+                         {a.key: a.value for a in self.rows(models.Attribute)})
+        self.assertEqual({
+            'parent': self.root['uuid'],
+            'inventories': {'FPGA': (16, 16)},
+            'traits': {'CUSTOM_FAKE_DEVICE', 'OWNER_CYBORG'}},
+            self.provider(name))
+        self.assertEqual(digest, db_hosts.get_by_hostname(
+            self.ctx, self.hostname)[0].report_hash)
+
+    def test_same_report_again_writes_and_calls_nothing(self):
+        devices = [get_test_device(self.hostname),
+                   get_test_device(self.hostname, function=1)]
+        self.report(devices)
+        digest, accepted = self.report(devices)
+        self.assertEqual(digest, accepted)
+        self.assertEqual([], self.writes)
+        self.assertEqual([], self.placement.requests())
+
+    def test_same_content_new_hash_writes_no_device_rows(self):
+        devices = [get_test_device(self.hostname)]
+        self.report(devices)
+        self.placement.requests()
+        del self.writes[:]
+        reporting.Reporting(self.conf).report(self.ctx, self.hostname,
+                                              devices, 'another-hash')
+        # Only the host's report bookkeeping changes.
+        self.assertEqual([('UPDATE', 'hosts')] * 2, self.tables_written())
+
+    def test_removed_device_and_its_provider_go(self):
+        self.report([get_test_device(self.hostname),
+                     get_test_device(self.hostname, function=1)])
+        _, accepted = self.report([get_test_device(self.hostname)])
+        self.assertIsNotNone(accepted)
+        self.assertEqual(['%s_dev0' % self.hostname],
+                         [d.name for d in self.host_deployables()])
+        self.assertEqual(1, len(self.rows(models.Device)))
+        self.assertEqual(1, len(self.rows(models.ControlpathID)))
+        self.assertEqual(16, len(self.rows(models.AttachHandle)))
+        self.assertIsNone(self.provider('%s_dev1' % self.hostname))
+        self.assertIsNotNone(self.provider('%s_dev0' % self.hostname))
+
+    def test_num_accelerators_change_follows_to_inventory(self):
+        self.report([get_test_device(self.hostname)])
+        self.report([get_test_device(self.hostname, num=8)])
+        [deployable] = self.host_deployables()
+        self.assertEqual(8, deployable.num_accelerators)
+        self.assertEqual(8, len(self.rows(models.AttachHandle)))
+        self.assertEqual({'FPGA': (8, 8)}, self.provider(
+            deployable.name)['inventories'])
+
+    def test_reprogrammed_function_changes_traits(self):
+        self.report([get_test_device(self.hostname)])
+        self.report([get_test_device(
+            self.hostname, traits=('CUSTOM_FUNCTION_B', 'CUSTOM_REGION_X'))])
+        # Only what changed is written: one attribute changed, one added,
+        # and the host's bookkeeping.
+        self.assertEqual([('INSERT', 'attributes'), ('UPDATE', 'attributes'),
+                          ('UPDATE', 'hosts'), ('UPDATE', 'hosts')],
+                         self.tables_written())
+        self.assertEqual({'CUSTOM_FUNCTION_B', 'CUSTOM_REGION_X',
+                          'OWNER_CYBORG'},
+                         self.provider('%s_dev0' % self.hostname)['traits'])
+
+    def test_resource_class_change_creates_custom_class(self):
+        self.report([get_test_device(self.hostname)])
+        self.report([get_test_device(self.hostname, rc='CUSTOM_ACCEL_X')])
+        self.assertEqual({'CUSTOM_ACCEL_X': (16, 16)}, self.provider(
+            '%s_dev0' % self.hostname)['inventories'])
+
+    def test_placement_down_keeps_db_and_catches_up(self):
+        devices = [get_test_device(self.hostname)]
+        with self.placement.down():
+            digest, accepted = self.report(devices)
+        self.assertIsNone(accepted)
+        self.assertEqual(1, len(self.host_deployables()))
+        self.assertIsNone(db_hosts.get_by_hostname(
+            self.ctx, self.hostname)[0].report_hash)
+        self.assertIsNone(self.provider('%s_dev0' % self.hostname))
+        # The agent sends the same report again: the database has it
+        # already, Placement catches up.
+        _, accepted = self.report(devices)
+        self.assertEqual(digest, accepted)
+        self.assertEqual([('UPDATE', 'hosts')] * 2, self.tables_written())
+        self.assertEqual({'FPGA': (16, 16)}, self.provider(
+            '%s_dev0' % self.hostname)['inventories'])
+
+    def test_removal_while_placement_down_caught_up(self):
+        self.report([get_test_device(self.hostname),
+                     get_test_device(self.hostname, function=1)])
+        with self.placement.down():
+            self.report([get_test_device(self.hostname)])
+        self.assertIsNotNone(self.provider('%s_dev1' % self.hostname))
+        self.report([get_test_device(self.hostname)])
+        self.assertIsNone(self.provider('%s_dev1' % self.hostname))
+
+    def test_handle_in_use_keeps_its_deployable(self):
+        self.report([get_test_device(self.hostname)])
+        with db_api.writer.using(self.ctx) as session:
+            handle = session.query(models.AttachHandle).first()
+            handle.in_use = True
+        _, accepted = self.report([])
+        self.assertIsNotNone(accepted)
+        self.assertEqual(1, len(self.host_deployables()))
+        self.assertEqual(16, len(self.rows(models.AttachHandle)))
+        self.assertIsNotNone(self.provider('%s_dev0' % self.hostname))
+        with db_api.writer.using(self.ctx) as session:
+            session.query(models.AttachHandle).update({'in_use': False})
+        self.report([get_test_device(self.hostname, function=3)])
+        self.assertEqual(['%s_dev3' % self.hostname],
+                         [d.name for d in self.host_deployables()])
+        self.assertIsNone(self.provider('%s_dev0' % self.hostname))
+
+    def test_stub_devices_are_ignored(self):
+        self.report([get_test_device(self.hostname, stub=True)])
+        self.assertEqual([], self.rows(models.Device))
+
+    def test_unknown_host_is_refused(self):
+        self.assertRaises(exception.HostNotFound,
+                          reporting.Reporting(self.conf).report,
+                          self.ctx, 'nobody', [], 'x')
+
+
+class ReportingSQLiteTest(_ReportingTests, base.TestCase):
+    db = 'sqlite'
+
+
+class ReportingMySQLTest(_ReportingTests, base.TestCase):
+    db = 'mysql'
+
+
+class ReportingPostgreSQLTest(_ReportingTests, base.TestCase):
+    db = 'postgresql'
+
+
+class AgentReportsTest(base.TestCase):
+    """A real agent with the fake driver and a real conductor, over
+    in-process messaging, bring the device into the database and
+    Placement; the next ticks send heartbeats only."""
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
+        self.useFixture(cyborg_fixtures.Messaging(self, self.conf, 'fake'))
+        self.placement = self.useFixture(
+            placement_fixture.Placement(self.conf))
+        self.flags(heartbeat_interval=1, group='agent')
+        self.flags(enabled_drivers=['fake_driver'], group='agent')
+        self.ctx = context.get_admin_context()
+
+    def _start(self, manager, topic, host):
+        svc = service.RPCService(host, topic, manager)
+        svc.start()
+        self.addCleanup(svc.stop)
+        return svc
+
+    def test_agent_reports_fake_device(self):
+        host = 'e2e-%s' % uuid.uuid4().hex[:12]
+        root = self.placement.create_compute_node(host)
+        self._start(conductor_manager.ConductorManager('cond', self.conf),
+                    rpc.CONDUCTOR_TOPIC, 'cond')
+        self.flags(host=host)
+        agent = self._start(agent_manager.AgentManager(host, self.conf),
+                            rpc.AGENT_TOPIC, host).manager
+        test_hello.wait_for(lambda: agent.accepted_hash)
+        name = host + '_FakeDevice'
+        rp_uuid = placement_sync.provider_uuid(name)
+        status, body = self.placement.get('/resource_providers/%s' % rp_uuid)
+        self.assertEqual((200, root['uuid']),
+                         (status, body['parent_provider_uuid']))
+        _, inventories = self.placement.get(
+            '/resource_providers/%s/inventories' % rp_uuid)
+        self.assertEqual(16, inventories['inventories']['FPGA']['total'])
+        with db_api.reader.using(self.ctx) as session:
+            self.assertEqual([name], [d.name for d in session.query(
+                models.Deployable)])
+            self.assertEqual(agent.accepted_hash, session.query(
+                models.Host).filter_by(hostname=host).one().report_hash)
