@@ -71,6 +71,16 @@ class AgentManager:
     def periodic_tasks(self):
         return [(self.conf.agent.heartbeat_interval, self.keep_alive)]
 
+    def _call_timeout(self):
+        """How long a hello or report waits for the conductor.
+
+        Short, so that a dead conductor never holds the agent (or its
+        stop) for long. Safe, because both are idempotent: a report the
+        conductor finished after we gave up comes back with the same hash
+        and costs it one SELECT.
+        """
+        return max(2 * self.conf.agent.heartbeat_interval, 10)
+
     def keep_alive(self):
         """Say hello until the conductor has us, then report what changed
         or send a heartbeat."""
@@ -90,8 +100,9 @@ class AgentManager:
             if digest == self.accepted_hash:
                 return False
             try:
-                accepted = self.conductor.report_data(context, self.host,
-                                                      devices, digest)
+                accepted = self.conductor.report_data(
+                    context, self.host, devices, digest,
+                    timeout=self._call_timeout())
             except exception.HostNotFound:
                 LOG.info('The conductor does not know us; saying hello again')
                 self._registered.clear()
@@ -116,7 +127,7 @@ class AgentManager:
             try:
                 self.conductor.agent_hello(
                     context, hello,
-                    timeout=max(self.conf.agent.heartbeat_interval, 5))
+                    timeout=self._call_timeout())
             except messaging.MessagingException as e:
                 LOG.warning('The conductor did not answer our hello (%s); '
                             'trying again in %d seconds', e,

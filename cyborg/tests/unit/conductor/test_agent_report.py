@@ -16,7 +16,9 @@ class _Conductor:
     def agent_heartbeat(self, context, hostname):
         self.sent.append('heartbeat')
 
-    def report_data(self, context, hostname, devices, report_hash):
+    def report_data(self, context, hostname, devices, report_hash,
+                    timeout=None):
+        self.timeout = timeout
         self.sent.append('report')
         return report_hash if self.accept else None
 
@@ -42,6 +44,9 @@ class AgentReportTest(base.TestCase):
             agent.keep_alive()
         self.assertEqual(['hello', 'report', 'heartbeat', 'heartbeat'],
                          conductor.sent)
+        # A dead conductor must not hold the agent for rpc_response_timeout
+        # (60 s): two heartbeat intervals (10 s by default), at least 10 s.
+        self.assertEqual(20, conductor.timeout)
 
     def test_not_accepted_report_is_sent_again_with_heartbeat(self):
         conductor = _Conductor(accept=False)
