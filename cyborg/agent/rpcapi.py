@@ -7,7 +7,6 @@ Version history:
   ``discover`` (cast, to one host or fanout to all).
 """
 
-import oslo_messaging as messaging
 
 from cyborg.common import rpc
 
@@ -18,11 +17,7 @@ class AgentAPI:
     RPC_API_VERSION = '1.0'
 
     def __init__(self, topic=rpc.AGENT_TOPIC):
-        from cyborg.conf import CONF
-        target = messaging.Target(topic=rpc.topic(CONF, topic),
-                                  version='1.0')
-        self.client = rpc.get_client(target,
-                                     version_cap=self.RPC_API_VERSION)
+        self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
 
     def say_hello(self, context, hostname):
         """Ask the agent on ``hostname`` to register again."""

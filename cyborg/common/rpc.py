@@ -75,6 +75,14 @@ def get_client(target, version_cap=None):
         serializer=RequestContextSerializer())
 
 
+def get_topic_client(name, version_cap):
+    """A client of cyborg's topic ``name`` (with [DEFAULT]
+    rpc_topic_prefix), capped at ``version_cap``."""
+    from cyborg.conf import CONF
+    target = messaging.Target(topic=topic(CONF, name), version='1.0')
+    return get_client(target, version_cap=version_cap)
+
+
 def get_server(target, endpoints):
     return messaging.get_rpc_server(
         _TRANSPORT, target, endpoints, executor='threading',

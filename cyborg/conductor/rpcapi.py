@@ -8,7 +8,6 @@ Version history:
   hash; returns the hash once the database and Placement show them.
 """
 
-import oslo_messaging as messaging
 
 from cyborg.common import rpc
 
@@ -19,11 +18,7 @@ class ConductorAPI:
     RPC_API_VERSION = '1.1'
 
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
-        from cyborg.conf import CONF
-        target = messaging.Target(topic=rpc.topic(CONF, topic),
-                                  version='1.0')
-        self.client = rpc.get_client(target,
-                                     version_cap=self.RPC_API_VERSION)
+        self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
 
     def agent_hello(self, context, hello, timeout=None):
         """Register an agent and its drivers; returns the Host."""

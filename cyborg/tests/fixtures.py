@@ -71,10 +71,12 @@ class Database(fixtures.Fixture):
 
     def _setUp(self):
         if self.backend == 'sqlite':
-            self.url = 'sqlite://'
-            self.engine = sa.create_engine(
-                self.url, poolclass=sa.pool.StaticPool,
-                connect_args={'check_same_thread': False})
+            # A file, not ':memory:': an in-memory database shares one
+            # connection between threads, so a reader would see another
+            # thread's uncommitted rows.
+            path = self.useFixture(fixtures.TempDir()).join('cyborg.sqlite')
+            self.url = 'sqlite:///%s' % path
+            self.engine = sa.create_engine(self.url)
         else:
             self.url = self._create_server_database()
             self.engine = sa.create_engine(self.url)
@@ -106,6 +108,16 @@ class Database(fixtures.Fixture):
         self.addCleanup(drop)
         return _database_url(server_url, name).render_as_string(
             hide_password=False)
+
+
+def start_rpc_service(test, manager, topic, host):
+    """Start ``manager`` as an RPC service on ``topic``; stopped at the end
+    of ``test``."""
+    from cyborg.common import service
+    svc = service.RPCService(host, topic, manager)
+    svc.start()
+    test.addCleanup(svc.stop)
+    return svc
 
 
 class Messaging(fixtures.Fixture):

@@ -8,7 +8,6 @@ from oslo_utils import timeutils
 from cyborg.agent import manager as agent_manager
 from cyborg.common import context
 from cyborg.common import rpc
-from cyborg.common import service
 from cyborg.conductor import manager as conductor_manager
 from cyborg.db import hosts as db_hosts
 from cyborg.tests import base
@@ -36,10 +35,7 @@ class _HelloTests:
         self.ctx = context.get_admin_context()
 
     def _start(self, manager, topic, host):
-        svc = service.RPCService(host, topic, manager)
-        svc.start()
-        self.addCleanup(svc.stop)
-        return svc
+        return cyborg_fixtures.start_rpc_service(self, manager, topic, host)
 
     def start_conductor(self, host='conductor-1'):
         return self._start(conductor_manager.ConductorManager(host, self.conf),

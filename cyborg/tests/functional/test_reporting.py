@@ -9,7 +9,6 @@ from cyborg.agent import manager as agent_manager
 from cyborg.common import context
 from cyborg.common import exception
 from cyborg.common import rpc
-from cyborg.common import service
 from cyborg.conductor import manager as conductor_manager
 from cyborg.conductor import placement_sync
 from cyborg.conductor import reporting
@@ -276,10 +275,7 @@ class AgentReportsTest(base.TestCase):
         self.ctx = context.get_admin_context()
 
     def _start(self, manager, topic, host):
-        svc = service.RPCService(host, topic, manager)
-        svc.start()
-        self.addCleanup(svc.stop)
-        return svc
+        return cyborg_fixtures.start_rpc_service(self, manager, topic, host)
 
     def test_agent_reports_fake_device(self):
         host = 'e2e-%s' % uuid.uuid4().hex[:12]
