@@ -5,6 +5,7 @@ import sys
 import uuid
 
 import fixtures
+from oslo_db.sqlalchemy import engines
 from oslo_messaging import conffixture
 from oslo_messaging.notify import _impl_test as notify_test
 import sqlalchemy as sa
@@ -76,10 +77,12 @@ class Database(fixtures.Fixture):
             # thread's uncommitted rows.
             path = self.useFixture(fixtures.TempDir()).join('cyborg.sqlite')
             self.url = 'sqlite:///%s' % path
-            self.engine = sa.create_engine(self.url)
         else:
             self.url = self._create_server_database()
-            self.engine = sa.create_engine(self.url)
+        # Made the way enginefacade makes the real one, so that errors are
+        # translated (DBDuplicateEntry, DBDeadlock) and SQLite
+        # transactions begin as in production.
+        self.engine = engines.create_engine(self.url)
         self.addCleanup(self.engine.dispose)
         forbid_api_writes(self.engine)
         if self.schema == 'models':
