@@ -161,16 +161,70 @@ def accept_report(context, host_id, generation, report_hash):
     return bool(count)
 
 
+DISABLED = 'maintaining'
+
+
 def get_providers(context, hostname):
-    """(deployable row, {key: value}) for every deployable of the host."""
+    """(deployable row, {key: value}, device disabled) for every
+    deployable of the host."""
     session = context.session
-    rows = (session.query(models.Deployable)
+    rows = (session.query(models.Deployable, models.Device.status)
             .join(models.Device, models.Device.id ==
                   models.Deployable.device_id)
             .filter(models.Device.hostname == hostname)
             .order_by(models.Deployable.name).all())
     attributes = collections.defaultdict(dict)
     for attr in _in(session, models.Attribute, 'deployable_id',
-                    [r.id for r in rows]):
+                    [r.id for r, _status in rows]):
         attributes[attr.deployable_id][attr.key] = attr.value
-    return [(row, attributes[row.id]) for row in rows]
+    return [(row, attributes[row.id], status == DISABLED)
+            for row, status in rows]
+
+
+@db_api.reader
+def host_providers(context, hostname):
+    """``get_providers`` in a transaction of its own."""
+    return get_providers(context, hostname)
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def set_status(context, device_uuid, status):
+    """Set a device's status; returns its hostname. 404 if unknown."""
+    row = context.session.query(models.Device).filter(
+        models.Device.uuid == device_uuid).first()
+    if row is None:
+        raise exception.DeviceNotFound(device=device_uuid)
+    row.status = status
+    return row.hostname
+
+
+# -- API readers --
+# What ``/v2/devices`` reads (owned with the API, appended here to keep
+# one file name per resource); reader transactions only.
+
+DEVICE_SORT_KEYS = ('created_at', 'updated_at', 'type', 'vendor', 'model',
+                    'hostname', 'status', 'uuid')
+
+
+@db_api.reader
+def list_for_api(context, filters=None, page=None):
+    """Device rows matching ``filters`` (exact values of ``type``,
+    ``vendor``, ``hostname``), paged by ``page``, newest first by
+    default."""
+    from cyborg.db import pagination  # only the API readers need it
+    query = context.session.query(models.Device)
+    for key, value in (filters or {}).items():
+        query = query.filter(getattr(models.Device, key) == value)
+    return pagination.apply(query, models.Device, page, 'created_at',
+                            pagination.DESC).all()
+
+
+@db_api.reader
+def get_for_api(context, uuid):
+    """The device row ``uuid``; DeviceNotFound when there is none."""
+    row = (context.session.query(models.Device)
+           .filter(models.Device.uuid == uuid).first())
+    if row is None:
+        raise exception.DeviceNotFound(device=uuid)
+    return row

@@ -121,3 +121,19 @@ def status_counts(context):
                                   sa.func.count(models.Host.id))
             .group_by(models.Host.status))
     return dict(rows)
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def set_sync_pending(context, hostname, pending):
+    """Remember whether ``hostname`` waits for a Placement sync."""
+    context.session.query(models.Host).filter(
+        models.Host.hostname == hostname,
+        models.Host.sync_pending != pending).update(
+        {'sync_pending': pending}, synchronize_session=False)
+
+
+@db_api.reader
+def sync_pending_hosts(context):
+    return [row.hostname for row in context.session.query(
+        models.Host.hostname).filter(models.Host.sync_pending.is_(True))]

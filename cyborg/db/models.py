@@ -40,6 +40,8 @@ class Host(Base):
     last_seen_at = sa.Column(sa.DateTime, nullable=False)
     report_hash = sa.Column(sa.String(64))
     report_generation = sa.Column(sa.Integer, nullable=False, default=0)
+    sync_pending = sa.Column(sa.Boolean, nullable=False, default=False,
+                             server_default=sa.false())
 
 
 class HostDriver(Base):
@@ -195,6 +197,10 @@ class ExtendedAcceleratorRequest(Base):
                                  sa.ForeignKey('attach_handles.id'))
     substate = sa.Column(sa.String(32), nullable=False, default='Initial')
     deployable_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'))
+    bind_conductor = sa.Column(sa.String(255))
+    bind_started_at = sa.Column(sa.DateTime)
+    nova_notified = sa.Column(sa.Boolean, nullable=False, default=False,
+                              server_default=sa.false())
 
 
 class Accelerator(Base):

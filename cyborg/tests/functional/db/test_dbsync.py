@@ -13,6 +13,7 @@ from cyborg.db import migration
 from cyborg.db import models
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.functional import placement_fixture
 
 
 def _command(name, module):
@@ -38,6 +39,9 @@ class _CommandLineTests:
         with open(path, 'w') as f:
             # No retries: a test of an unreachable server need not wait.
             f.write('[database]\nconnection = %s\nmax_retries = 0\n' % url)
+            # cyborg-status also checks the (real, test) Placement.
+            f.write('[placement]\nauth_type = admin_token\ntoken = admin\n'
+                    'endpoint = %s\n' % placement_fixture.endpoint())
         return path
 
     def run_command(self, command, *argv, config_file=None):

@@ -1,0 +1,82 @@
+"""Device profiles: the API's readers and the conductor's writers.
+
+``profile_json`` holds ``{"groups": [...]}``, as upstream stores it.
+"""
+
+from oslo_db import exception as db_exc
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+
+from cyborg.common import exception
+from cyborg.db import api as db_api
+from cyborg.db import models
+from cyborg.db import pagination
+
+SORT_KEYS = ('name', 'created_at', 'updated_at', 'uuid')
+
+
+def groups_of(row):
+    return jsonutils.loads(row.profile_json).get('groups', [])
+
+
+@db_api.reader
+def get_all(context, names=None, page=None):
+    """Profiles, those named ``names`` if given, in ``page``."""
+    query = context.session.query(models.DeviceProfile)
+    if names is not None:
+        query = query.filter(models.DeviceProfile.name.in_(names))
+    return pagination.apply(query, models.DeviceProfile, page).all()
+
+
+@db_api.reader
+def get(context, name_or_uuid, by_name=True):
+    """One profile by uuid, or by name when ``by_name``; 404 if none."""
+    query = context.session.query(models.DeviceProfile)
+    if uuidutils.is_uuid_like(name_or_uuid):
+        row = query.filter(models.DeviceProfile.uuid == name_or_uuid).first()
+    else:
+        row = None
+    if row is None and by_name:
+        row = query.filter(models.DeviceProfile.name == name_or_uuid).first()
+    if row is None:
+        raise exception.DeviceProfileNotFound(profile=name_or_uuid)
+    return row
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def create(context, values):
+    """Insert a profile; 409 when the name or uuid is taken."""
+    row = models.DeviceProfile(
+        uuid=values.get('uuid') or uuidutils.generate_uuid(),
+        name=values['name'], description=values.get('description'),
+        profile_json=jsonutils.dumps({'groups': values['groups']}))
+    context.session.add(row)
+    try:
+        context.session.flush()
+    except db_exc.DBDuplicateEntry as e:
+        raise exception.DuplicateDeviceProfile(
+            name=values['name'], uuid=row.uuid) from e
+    return row.uuid
+
+
+def _in_use(context, ids):
+    return {row.device_profile_id for row in context.session.query(
+        models.ExtendedAcceleratorRequest.device_profile_id).filter(
+        models.ExtendedAcceleratorRequest.device_profile_id.in_(ids))}
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def delete(context, names_or_uuids):
+    """Delete every profile named (or with the uuid) in the list, or
+    none: 404 for a missing one, 409 for one that ARQs use."""
+    rows = []
+    for value in names_or_uuids:
+        rows.append(get(context, value))
+    used = _in_use(context, [row.id for row in rows])
+    if used:
+        name = [row.name for row in rows if row.id in used][0]
+        raise exception.DeviceProfileInUse(profile=name)
+    for row in rows:
+        context.session.delete(row)

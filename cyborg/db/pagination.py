@@ -1,0 +1,75 @@
+"""Sorting and keyset paging of list queries, in the database.
+
+The API (``cyborg.api.pagination``) turns query parameters into a
+``Page``; a resource's list reader applies it to its filtered query with
+``apply``. The marker is the uuid of the last item of the previous page.
+Rows are ordered by the sort key and then by ``id``, so the order is total
+and pages never repeat or skip a row. NULLs sort as the smallest value on
+every database (MySQL and PostgreSQL disagree by default), and the marker
+condition knows it; oslo.db's ``paginate_query`` skips rows after a NULL
+marker value, hence this module.
+"""
+
+import collections
+
+import sqlalchemy as sa
+
+from cyborg.common import exception
+
+Page = collections.namedtuple('Page', 'limit marker sort_key sort_dir')
+Page.__new__.__defaults__ = (None, None, None, None)
+
+ASC = 'asc'
+DESC = 'desc'
+
+
+def _marker_row(query, model, marker):
+    row = query.session.query(model).filter(model.uuid == marker).first()
+    if row is None:
+        raise exception.MarkerNotFound(marker=marker)
+    return row
+
+
+def _after(column, id_column, value, marker_id, ascending):
+    """Rows after (``column``, ``id``) = (``value``, ``marker_id``) in the
+    order: NULLs first ascending, last descending."""
+    if ascending:
+        if value is None:
+            return sa.or_(column.is_not(None),
+                          sa.and_(column.is_(None), id_column > marker_id))
+        return sa.or_(column > value,
+                      sa.and_(column == value, id_column > marker_id))
+    if value is None:
+        return sa.and_(column.is_(None), id_column < marker_id)
+    return sa.or_(column < value, column.is_(None),
+                  sa.and_(column == value, id_column < marker_id))
+
+
+def _order(column, ascending):
+    nulls_last = sa.case((column.is_(None), 0), else_=1)
+    if ascending:
+        return [nulls_last.asc(), column.asc()]
+    return [nulls_last.desc(), column.desc()]
+
+
+def apply(query, model, page=None, default_key='id', default_dir=ASC):
+    """``query`` sorted by ``page.sort_key`` (else ``default_key``), then
+    ``id``, starting after ``page.marker`` and cut at ``page.limit``."""
+    page = page or Page()
+    column = getattr(model, page.sort_key or default_key)
+    ascending = (page.sort_dir or default_dir) == ASC
+    if page.marker:
+        marker = _marker_row(query, model, page.marker)
+        if column is model.id:
+            query = query.filter(model.id > marker.id if ascending
+                                 else model.id < marker.id)
+        else:
+            query = query.filter(_after(column, model.id,
+                                        getattr(marker, column.key),
+                                        marker.id, ascending))
+    order = [] if column is model.id else _order(column, ascending)
+    query = query.order_by(*order,
+                           model.id.asc() if ascending else model.id.desc())
+    if page.limit is not None:
+        query = query.limit(page.limit)
+    return query
