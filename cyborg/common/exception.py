@@ -58,6 +58,10 @@ class InvalidUUID(Invalid):
     msg_fmt = _('Expected a UUID but received %(uuid)s.')
 
 
+class MarkerNotFound(Invalid):
+    msg_fmt = _('No item with marker %(marker)s was found.')
+
+
 class InvalidAPIVersion(CyborgException):
     msg_fmt = _('%(reason)s')
     code = http.NOT_ACCEPTABLE
@@ -122,3 +126,102 @@ class DBNotAtHead(CyborgException):
 class PlacementError(CyborgException):
     msg_fmt = _('Placement request %(method)s %(url)s failed with '
                 '%(status)s: %(detail)s')
+
+
+# Resource errors below: one block per resource, each owned by its
+# resource's code. Keep the blocks apart to keep merges trivial.
+
+# -- device profiles --
+
+class InvalidDeviceProfileGroup(Invalid):
+    msg_fmt = _('Invalid device profile group key %(key)r: %(reason)s.')
+
+
+class DeviceProfileNotFound(NotFound):
+    msg_fmt = _('Device profile %(profile)s could not be found.')
+
+
+class DuplicateDeviceProfile(Conflict):
+    msg_fmt = _('A device profile named %(name)s (or with uuid %(uuid)s) '
+                'already exists.')
+
+
+class DeviceProfileInUse(Conflict):
+    msg_fmt = _('Device profile %(profile)s is used by accelerator '
+                'requests and cannot be deleted.')
+
+
+# -- accelerator requests --
+
+class ARQNotFound(NotFound):
+    msg_fmt = _('Accelerator request %(arq)s could not be found.')
+
+
+class ARQBadState(Conflict):
+    msg_fmt = _('Accelerator request %(arq)s is %(state)s; it must be one '
+                'of %(expected)s for this.')
+
+
+class NoFreeAttachHandle(Conflict):
+    msg_fmt = _('The deployable behind resource provider %(rp_uuid)s has '
+                'no free accelerator.')
+
+
+class ProjectPatchForbidden(Forbidden):
+    msg_fmt = _('Only administrators may set the project of an ARQ.')
+
+
+class ServiceTokenRequired(Forbidden):
+    msg_fmt = _('%(action)s needs a service token (Nova sends one with '
+                '[service_user] send_service_user_token).')
+
+
+# -- deployables, devices, attributes --
+
+class DeployableNotFound(NotFound):
+    msg_fmt = _('Deployable %(deployable)s could not be found.')
+
+
+class DeviceNotFound(NotFound):
+    msg_fmt = _('Device %(device)s could not be found.')
+
+
+class AttributeNotFound(NotFound):
+    msg_fmt = _('Attribute %(attribute)s could not be found.')
+
+
+class AttributeExists(Conflict):
+    msg_fmt = _('Deployable %(deployable)s already has an attribute '
+                '%(key)s.')
+
+
+class DeployableNotProgrammable(Invalid):
+    msg_fmt = _('Deployable %(deployable)s cannot be programmed: '
+                '%(reason)s')
+
+
+class ImageNotFound(Invalid):
+    msg_fmt = _('Image %(image)s was not found in Glance.')
+
+
+class ImageNotUnique(Invalid):
+    msg_fmt = _('Expected exactly one image in Glance with '
+                'accel:function_id %(function_id)s, found %(count)d.')
+
+
+class GlanceUnavailable(ServiceUnavailable):
+    msg_fmt = _('Glance cannot be used: %(reason)s')
+
+
+class FPGAProgramError(CyborgException):
+    """The agent or its driver failed to program: the request was fine
+    but the host could not carry it out (502)."""
+
+    msg_fmt = _('Programming deployable %(deployable)s on host %(host)s '
+                'failed: %(reason)s')
+    code = http.BAD_GATEWAY
+
+
+# -- agent and drivers --
+
+# -- conductor: reports, Placement, hosts --

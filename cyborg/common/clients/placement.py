@@ -125,3 +125,16 @@ def delete_provider(client, uuid):
         return False
     _check(response, 'DELETE', url)
     return True
+
+
+# -- provider traits, read (FPGA programming, cyborg.conductor.inventory) --
+
+def get_traits(client, uuid):
+    """``(set of trait names, generation)`` of provider ``uuid``, or
+    None when there is no such provider."""
+    url = '/resource_providers/%s/traits' % uuid
+    response = client.get(url, microversion='1.6', raise_exc=False)
+    if response.status_code == 404:
+        return None
+    body = _check(response, 'GET', url).json()
+    return set(body['traits']), body['resource_provider_generation']
