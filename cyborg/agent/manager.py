@@ -45,7 +45,7 @@ def report_hash(devices):
 class AgentManager:
     """Endpoints of topic ``cyborg-agent``; see rpcapi for versions."""
 
-    RPC_API_VERSION = '1.0'
+    RPC_API_VERSION = '1.1'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, conf):
@@ -162,3 +162,12 @@ class AgentManager:
         self.say_hello(context)
         if self.registered:
             self._report(context)
+
+    def fpga_program(self, context, controlpath_id, image_uuid, driver_name):
+        raise NotImplementedError('fpga_program')
+
+    def create_mdev(self, context, pci_address, mdev_type, mdev_uuid):
+        raise NotImplementedError('create_mdev')
+
+    def remove_mdev(self, context, pci_address, mdev_type, mdev_uuid):
+        raise NotImplementedError('remove_mdev')

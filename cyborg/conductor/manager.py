@@ -1,20 +1,36 @@
-"""The conductor's RPC endpoints. Workflows live in their own modules."""
+"""The conductor's RPC endpoints. Workflows live in their own modules:
+
+* ``liveness``: agents' hello and heartbeats, hosts up and down,
+* ``reporting`` (with ``placement_sync``): agents' device reports,
+* ``device_profiles``: creating and deleting device profiles,
+* ``binding``: the ARQ lifecycle (create, bind, unbind, delete, recovery),
+* ``inventory``: FPGA programming and attributes,
+* ``devices``: enabling and disabling devices.
+"""
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
+from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.conductor import binding
+from cyborg.conductor import device_profiles
+from cyborg.conductor import devices
+from cyborg.conductor import inventory
 from cyborg.conductor import liveness
 from cyborg.conductor import reporting
 
 
 LOG = logging.getLogger(__name__)
 
+_API_ERRORS = (exception.Invalid, exception.NotFound, exception.Conflict,
+               exception.Forbidden, exception.Locked)
+
 
 class ConductorManager:
     """Endpoints of topic ``cyborg-conductor``; see rpcapi for versions."""
 
-    RPC_API_VERSION = '1.1'
+    RPC_API_VERSION = '1.2'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, conf):
@@ -22,10 +38,20 @@ class ConductorManager:
         self.conf = conf
         self.liveness = liveness.Liveness(conf)
         self.reporting = reporting.Reporting(conf)
+        self.device_profiles = device_profiles.DeviceProfiles(conf)
+        self.binding = binding.Binding(conf)
+        self.inventory = inventory.Inventory(conf)
+        self.devices = devices.Devices(conf)
+
+    def init_host(self):
+        """Finish what a conductor that stopped mid-way left behind."""
+        self.binding.recover(cyborg_context.get_admin_context())
 
     def periodic_tasks(self):
-        return [(self.conf.conductor.liveness_check_interval,
-                 self.liveness.check_hosts)]
+        return ([(self.conf.conductor.liveness_check_interval,
+                  self.liveness.check_hosts)]
+                + self.binding.periodic_tasks()
+                + self.devices.periodic_tasks())
 
     @messaging.expected_exceptions(exception.Invalid)
     def agent_hello(self, context, hello):
@@ -37,3 +63,43 @@ class ConductorManager:
     @messaging.expected_exceptions(exception.Invalid, exception.NotFound)
     def report_data(self, context, hostname, devices, report_hash):
         return self.reporting.report(context, hostname, devices, report_hash)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def device_profile_create(self, context, values):
+        return self.device_profiles.create(context, values)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def device_profile_delete(self, context, uuids):
+        return self.device_profiles.delete(context, uuids)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def arq_create(self, context, device_profile_name, project_id):
+        return self.binding.create(context, device_profile_name, project_id)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def arq_apply_patch(self, context, patch, project_id):
+        return self.binding.apply_patch(context, patch, project_id)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def arq_delete(self, context, arq_uuids=None, instance_uuid=None,
+                   project_id=None):
+        return self.binding.delete(context, arq_uuids=arq_uuids,
+                                   instance_uuid=instance_uuid,
+                                   project_id=project_id)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def deployable_program(self, context, deployable_uuid, image_uuid):
+        return self.inventory.program(context, deployable_uuid, image_uuid)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def device_set_status(self, context, device_uuid, status):
+        return self.devices.set_status(context, device_uuid, status)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def attribute_create(self, context, deployable_id, key, value):
+        return self.inventory.attribute_create(context, deployable_id, key,
+                                               value)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def attribute_delete(self, context, uuid):
+        return self.inventory.attribute_delete(context, uuid)

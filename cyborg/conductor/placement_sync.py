@@ -31,8 +31,11 @@ OWNER_TRAIT = os_traits.OWNER_CYBORG
 GENERATION_CONFLICT = 'placement.concurrent_update'
 MAX_ATTEMPTS = 4
 
+# ``reserved``: the whole inventory is reserved while the device is
+# disabled (status ``maintaining``), so nothing new is scheduled on it.
 Provider = collections.namedtuple(
-    'Provider', 'name uuid resource_class total traits')
+    'Provider', 'name uuid resource_class total traits reserved')
+Provider.__new__.__defaults__ = (False,)
 
 
 def provider_uuid(name):
@@ -50,7 +53,7 @@ def _valid_trait(name):
     return os_traits.is_custom(name) or name in os_traits.get_traits()
 
 
-def wanted_provider(name, num_accelerators, attributes):
+def wanted_provider(name, num_accelerators, attributes, reserved=False):
     """The Provider for a deployable with ``attributes`` ({key: value}),
     or None when it has no usable resource class."""
     rc = attributes.get('rc')
@@ -68,7 +71,7 @@ def wanted_provider(name, num_accelerators, attributes):
             LOG.warning('Deployable %s: %r is not a valid trait name; '
                         'ignored', name, value)
     return Provider(name, provider_uuid(name), rc, num_accelerators,
-                    frozenset(traits))
+                    frozenset(traits), reserved)
 
 
 class PlacementSync:
@@ -112,7 +115,8 @@ class PlacementSync:
         if current is None:
             current = self._create(root_uuid, provider)
         inventories = {provider.resource_class: {
-            'total': provider.total, 'max_unit': provider.total}}
+            'total': provider.total, 'max_unit': provider.total,
+            'reserved': provider.total if provider.reserved else 0}}
         generation = self._retry_on_conflict(
             provider.uuid, current['generation'],
             lambda g: placement.set_inventories(self.client, provider.uuid,

@@ -39,6 +39,7 @@ from cyborg.common import exception
 from cyborg.conductor import placement_sync
 from cyborg.db import api as db_api
 from cyborg.db import devices as db_devices
+from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 
 LOG = logging.getLogger(__name__)
@@ -324,8 +325,9 @@ def reconcile(context, hostname, devices, report_hash):
         LOG.info('Report of host %s applied: %s', hostname, ', '.join(
             '%s %d' % item for item in sorted(counts.items()) if item[1]))
     providers = [placement_sync.wanted_provider(
-        row.name, row.num_accelerators, attributes)
-        for row, attributes in db_devices.get_providers(context, hostname)]
+        row.name, row.num_accelerators, attributes, disabled)
+        for row, attributes, disabled
+        in db_devices.get_providers(context, hostname)]
     return Pending(host.id, generation, [p for p in providers if p])
 
 
@@ -350,7 +352,9 @@ class Reporting:
             self.sync.sync_host(hostname, pending.providers)
         except SYNC_ERRORS as e:
             LOG.warning('Placement could not be synced for host %s; it '
-                        'will be on its next report: %s', hostname, e)
+                        'will be on its next report or by the periodic '
+                        'retry: %s', hostname, e)
+            db_hosts.set_sync_pending(context, hostname, True)
             return None
         db_devices.accept_report(context, pending.host_id,
                                  pending.generation, report_hash)

@@ -1,0 +1,67 @@
+"""Enabling and disabling devices.
+
+A disabled device (status ``maintaining``) keeps its providers in
+Placement with the whole inventory reserved, so nothing new lands on it
+while instances that use it keep running; enabling it releases the
+reservation. The report sync keeps that reservation (it builds the
+inventory from the device's status), so a later agent report does not
+undo it. When Placement cannot be reached the status is still recorded
+and the host is synced by the periodic task once Placement is back.
+"""
+
+from oslo_log import log as logging
+
+from cyborg.common import context as cyborg_context
+from cyborg.common import exception
+from cyborg.conductor import placement_sync
+from cyborg.conductor import reporting
+from cyborg.db import devices as db_devices
+from cyborg.db import hosts as db_hosts
+from cyborg.i18n import _
+
+LOG = logging.getLogger(__name__)
+
+STATUSES = ('enabled', db_devices.DISABLED)
+RETRY_INTERVAL = 30
+
+
+class Devices:
+
+    def __init__(self, conf, sync=None):
+        self.conf = conf
+        self.sync = sync or placement_sync.PlacementSync(conf)
+
+    def periodic_tasks(self):
+        return [(RETRY_INTERVAL, self.retry_pending)]
+
+    def set_status(self, context, device_uuid, status):
+        if status not in STATUSES:
+            raise exception.InvalidParameterValue(
+                err=_('A device status is one of %s.') % ', '.join(STATUSES))
+        hostname = db_devices.set_status(context, device_uuid, status)
+        LOG.info('Device %s of host %s is now %s', device_uuid, hostname,
+                 status)
+        self.sync_host(context, hostname)
+
+    def sync_host(self, context, hostname):
+        """Placement shows the host's deployables as the database does;
+        False (and the host marked pending) when Placement failed."""
+        providers = [placement_sync.wanted_provider(
+            row.name, row.num_accelerators, attributes, disabled)
+            for row, attributes, disabled
+            in db_devices.host_providers(context, hostname)]
+        try:
+            self.sync.sync_host(hostname, [p for p in providers if p])
+        except reporting.SYNC_ERRORS as e:
+            LOG.warning('Placement could not be synced for host %s; the '
+                        'periodic task will retry: %s', hostname, e)
+            db_hosts.set_sync_pending(context, hostname, True)
+            return False
+        db_hosts.set_sync_pending(context, hostname, False)
+        return True
+
+    def retry_pending(self, context=None):
+        """Periodic: sync the hosts Placement missed."""
+        context = context or cyborg_context.get_admin_context()
+        for hostname in db_hosts.sync_pending_hosts(context):
+            self.sync_host(context, hostname)
