@@ -46,12 +46,13 @@ class PathDispatch:
         return self.app(environ, start_response)
 
 
-def pecan_app():
+def pecan_app(conductor_api=None):
     """The controllers with their hooks, JSON only."""
     return pecan.make_app(
         root.RootController(),
         hooks=[hooks.ErrorHook(), hooks.MicroversionHook(),
-               hooks.ContextHook(), hooks.ConductorAPIHook()],
+               hooks.ContextHook(), hooks.ConductorAPIHook(conductor_api),
+               hooks.EmptyBodyHook()],
         default_renderer='json',
         # /v2 and /v2/ are the same resource; no redirect.
         force_canonical=False,
@@ -60,9 +61,11 @@ def pecan_app():
         errors={})
 
 
-def setup_app(conf=CONF):
-    """The whole API pipeline as one WSGI application."""
-    app = auth.setup(pecan_app(), conf)
+def setup_app(conf=CONF, conductor_api=None):
+    """The whole API pipeline as one WSGI application. ``conductor_api``
+    replaces the RPC client (the all-in-one calls its conductor
+    directly)."""
+    app = auth.setup(pecan_app(conductor_api), conf)
     app = parsable_error.ParsableErrorMiddleware(app)
     app = PathDispatch(app, HEALTHCHECK_PATH,
                        healthcheck.Healthcheck(None, conf))

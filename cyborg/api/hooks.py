@@ -5,6 +5,7 @@
 * ``ContextHook``: ``request.context``, who is calling.
 * ``ConductorAPIHook``: ``request.conductor_api``, the RPC client.
 * ``ErrorHook``: exceptions become error responses (``cyborg.api.errors``).
+* ``EmptyBodyHook``: 202 and 204 responses without a body.
 """
 
 import threading
@@ -49,8 +50,8 @@ class ConductorAPIHook(hooks.PecanHook):
     and only once messaging is set up; before that it is None.
     """
 
-    def __init__(self):
-        self._api = None
+    def __init__(self, api=None):
+        self._api = api
         self._lock = threading.Lock()
 
     def _conductor_api(self):
@@ -85,6 +86,20 @@ class MicroversionHook(hooks.PecanHook):
         vary = list(response.vary or ())
         if microversion.HEADER not in vary:
             response.vary = vary + [microversion.HEADER]
+
+
+class EmptyBodyHook(hooks.PecanHook):
+    """202 and 204 responses carry no body. A controller returning None
+    with the JSON template would send ``null``, which on a kept-alive
+    connection a client reads as the start of the next response."""
+
+    NO_BODY = (202, 204)
+
+    def after(self, state):
+        response = state.response
+        if response.status_int in self.NO_BODY and response.body:
+            response.body = b''
+            del response.content_type
 
 
 class ErrorHook(hooks.PecanHook):

@@ -27,6 +27,8 @@ VERSIONS = [
     ('2.1', 'PATCH /v2/accelerator_requests accepts /project_id.'),
     ('2.2', 'GET /v2/device_profiles/{name_or_uuid} accepts a name.'),
     ('2.3', 'Devices show their status (enabled or maintaining).'),
+    ('2.4', 'List endpoints take limit, marker, sort_key and sort_dir and '
+            'return a next link.'),
 ]
 
 MIN_VERSION = microversion_parse.parse_version_string(VERSIONS[0][0])

@@ -8,10 +8,20 @@ appends the module to ``_MODULES``. ``list_rules`` is the
 
 import itertools
 
+from cyborg.policies import accelerator_requests
+from cyborg.policies import attributes
 from cyborg.policies import base
+from cyborg.policies import deployables
+from cyborg.policies import device_profiles
+from cyborg.policies import devices
 
 _MODULES = [
     base,
+    device_profiles,
+    accelerator_requests,
+    deployables,
+    devices,
+    attributes,
 ]
 
 

@@ -17,14 +17,22 @@ Unversioned paths (``/devices``) reach this controller too, through
 import pecan
 
 from cyborg.api.controllers import link
+from cyborg.api.controllers.v2 import accelerator_requests
+from cyborg.api.controllers.v2 import attributes
+from cyborg.api.controllers.v2 import deployables
+from cyborg.api.controllers.v2 import device_profiles
+from cyborg.api.controllers.v2 import devices
 from cyborg.api import microversion
 
 
 class V2Controller:
     """Version 2 of the API."""
 
-    # Resource controllers attach here, e.g.
-    #     device_profiles = device_profiles.DeviceProfilesController()
+    device_profiles = device_profiles.DeviceProfilesController()
+    accelerator_requests = accelerator_requests.AcceleratorRequestsController()
+    deployables = deployables.DeployablesController()
+    devices = devices.DevicesController()
+    attributes = attributes.AttributesController()
 
     @pecan.expose(generic=True, template='json')
     def index(self):

@@ -23,6 +23,20 @@ def ctx(roles, project='p1', service_roles=None):
                                   service_roles=service_roles)
 
 
+# Upstream's 22 API rules; operators' policy files name them.
+API_RULES = {
+    'cyborg:device_profile:%s' % a for a in ('get_all', 'get_one',
+                                             'create', 'delete')} | {
+    'cyborg:arq:%s' % a for a in ('get_all', 'get_one', 'create',
+                                  'update', 'delete')} | {
+    'cyborg:deployable:%s' % a for a in ('get_all', 'get_one',
+                                         'program')} | {
+    'cyborg:device:%s' % a for a in ('get_all', 'get_one', 'enable',
+                                     'disable')} | {
+    'cyborg:attribute:%s' % a for a in ('get_all', 'get_one', 'create',
+                                        'delete')}
+
+
 class PolicyTest(base.TestCase):
 
     def setUp(self):
@@ -40,10 +54,14 @@ class PolicyTest(base.TestCase):
         self.assertEqual(403, exc.code)
         self.assertIn(rule, str(exc))
 
-    def test_base_rules(self):
+    def test_base_and_upstream_api_rules(self):
         rules = policies.list_rules()
-        self.assertEqual(BASE_RULES, {rule.name for rule in rules})
+        self.assertEqual(BASE_RULES | API_RULES,
+                         {rule.name for rule in rules})
         self.assertEqual(len(rules), len({rule.name for rule in rules}))
+        for rule in rules:
+            if rule.name in API_RULES:
+                self.assertEqual(['project'], rule.scope_types, rule.name)
 
     def test_admin_api(self):
         self.assert_allowed('admin_api', ctx(['admin']))

@@ -1,0 +1,46 @@
+"""What every resource controller does the same way: policy checks,
+JSON bodies, uuids in paths and timestamps in views."""
+
+from oslo_serialization import jsonutils
+from oslo_utils import uuidutils
+import pecan
+
+from cyborg.common import exception
+from cyborg.common import policy
+from cyborg.i18n import _
+
+
+def authorize(rule, project_id=None):
+    """Check ``rule`` for the caller; the target is the caller's own
+    project unless ``project_id`` names the owner. Returns the context."""
+    context = pecan.request.context
+    target = {'project_id': project_id or context.project_id,
+              'user_id': context.user_id}
+    policy.authorize(rule, target, context)
+    return context
+
+
+def json_body(request):
+    """The request body as JSON; 400 when it is not JSON."""
+    try:
+        return jsonutils.loads(request.body or b'null')
+    except ValueError as exc:
+        raise exception.InvalidParameterValue(
+            err=_('The request body is not valid JSON: %s') % exc) from exc
+
+
+def check_uuid(value):
+    if not uuidutils.is_uuid_like(value):
+        raise exception.InvalidUUID(uuid=value)
+    return value
+
+
+def timestamp(value):
+    """A database time (naive UTC) in ISO 8601 with its offset."""
+    return value.isoformat() + '+00:00' if value else None
+
+
+def created(location):
+    """Answer 201 with ``Location``."""
+    pecan.response.status = 201
+    pecan.response.headers['Location'] = location

@@ -1,0 +1,228 @@
+"""``/v2/accelerator_requests``: what Nova calls while it boots a server.
+
+Wire format as upstream's. Unlike upstream: a bad body, query or state is
+a 4xx with a message (a second bind of a bound ARQ is 409), a bind
+returns once the ARQs are resolved and Nova was told, and deleting a
+list of ARQs is all or nothing.
+"""
+
+import pecan
+
+from cyborg.api.controllers import common
+from cyborg.api.controllers import link
+from cyborg.api import microversion
+from cyborg.api import pagination
+from cyborg.common import exception
+from cyborg.common import states
+from cyborg.db import accelerator_requests as db_arqs
+from cyborg.i18n import _
+
+BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
+PROJECT_FIELD = 'project_id'
+PROJECT_VERSION = '2.1'
+RESOLVED = 'resolved'
+
+
+def view(request, arq):
+    bound = arq.state == states.BOUND
+    return {'uuid': arq.uuid,
+            'state': arq.state,
+            'device_profile_name': arq.device_profile_name,
+            'device_profile_group_id': arq.device_profile_group_id,
+            'hostname': arq.hostname,
+            'device_rp_uuid': arq.device_rp_uuid,
+            'instance_uuid': arq.instance_uuid,
+            'project_id': arq.project_id,
+            'attach_handle_type': arq.attach_handle_type if bound else '',
+            'attach_handle_uuid': arq.attach_handle_uuid if bound else None,
+            'attach_handle_info': arq.attach_handle_info if bound else {},
+            'created_at': common.timestamp(arq.created_at),
+            'updated_at': common.timestamp(arq.updated_at),
+            'links': [link.make_link(request, 'self', 'v2',
+                                     'accelerator_requests', arq.uuid)]}
+
+
+def visible_project(context):
+    """The project whose ARQs the caller sees; None (all) for admins."""
+    return None if context.is_admin else context.project_id
+
+
+def _invalid(message):
+    return exception.InvalidParameterValue(err=message)
+
+
+def _op_fields(ops, context, request):
+    """(kind, {field: value}) of one ARQ's JSON-patch operations."""
+    if not isinstance(ops, list) or not ops or not all(
+            isinstance(op, dict) for op in ops):
+        raise _invalid(_('Each ARQ needs a list of patch operations.'))
+    kinds = {op.get('op') for op in ops}
+    if kinds not in ({'add'}, {'remove'}):
+        raise _invalid(_('Every op must be add or remove, all the same.'))
+    fields = {}
+    for op in ops:
+        path = op.get('path')
+        field = path[1:] if isinstance(path, str) else None
+        if field == PROJECT_FIELD:
+            _check_project_patch(context, request)
+        elif field not in BIND_FIELDS:
+            raise _invalid(_('Patch path %r is not allowed.') % (path,))
+        fields[field] = op.get('value')
+    return kinds.pop(), fields
+
+
+def _check_project_patch(context, request):
+    if not microversion.is_supported(request, PROJECT_VERSION):
+        raise exception.InvalidAPIVersion(
+            reason=_('/project_id can be patched from microversion %s.')
+            % PROJECT_VERSION)
+    if not context.is_admin:
+        raise exception.ProjectPatchForbidden()
+
+
+def _bind_values(fields, context):
+    missing = [f for f in BIND_FIELDS if not fields.get(f)]
+    if missing:
+        raise _invalid(_('Fields absent in patch: %s.') % ', '.join(missing))
+    for field in BIND_FIELDS + (PROJECT_FIELD,):
+        value = fields.get(field)
+        if value is not None and not isinstance(value, str):
+            raise _invalid(_('%s must be a string.') % field)
+    for field in ('device_rp_uuid', 'instance_uuid'):
+        common.check_uuid(fields[field])
+    values = {f: fields[f] for f in BIND_FIELDS}
+    values[PROJECT_FIELD] = fields.get(PROJECT_FIELD) or context.project_id
+    return values
+
+
+def parse_patch(body, context, request):
+    """(kind, {arq uuid: bind values or None}) of a PATCH body."""
+    if not isinstance(body, dict) or not body:
+        raise _invalid(_('Send an object mapping ARQ uuids to patch '
+                         'operations.'))
+    kinds, patch = set(), {}
+    for uuid, ops in body.items():
+        common.check_uuid(uuid)
+        kind, fields = _op_fields(ops, context, request)
+        kinds.add(kind)
+        patch[uuid] = _bind_values(fields, context) if kind == 'add' else None
+    if len(kinds) != 1:
+        raise _invalid(_('Bind (add) and unbind (remove) cannot be mixed '
+                         'in one request.'))
+    return kinds.pop(), patch
+
+
+def _require_service(context, action):
+    if not context.is_service:
+        raise exception.ServiceTokenRequired(action=action)
+
+
+def _uuid_list(value):
+    uuids = [u.strip() for u in value.split(',') if u.strip()]
+    if not uuids:
+        raise _invalid(_('arqs names no ARQ.'))
+    return [common.check_uuid(u) for u in uuids]
+
+
+class AcceleratorRequestController:
+    """``/v2/accelerator_requests/{uuid}``."""
+
+    def __init__(self, uuid):
+        self.uuid = uuid
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        context = common.authorize('cyborg:arq:get_one')
+        common.check_uuid(self.uuid)
+        return view(pecan.request, db_arqs.get(
+            context, self.uuid, visible_project(context)))
+
+
+class AcceleratorRequestsController:
+    """``/v2/accelerator_requests``."""
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self, instance=None, bind_state=None, **_ignored):
+        request = pecan.request
+        context = common.authorize('cyborg:arq:get_all')
+        if bind_state not in (None, RESOLVED):
+            raise _invalid(_('bind_state can only be "resolved".'))
+        if instance is not None:
+            common.check_uuid(instance)
+        page = pagination.page_from(request, db_arqs.SORT_KEYS)
+        wanted = states.RESOLVED if bind_state and not instance else None
+        arqs = db_arqs.get_all(context, visible_project(context),
+                               instance_uuid=instance, states_in=wanted,
+                               page=page)
+        if bind_state and instance and any(
+                arq.state not in states.RESOLVED for arq in arqs):
+            raise exception.Locked(
+                reason=_('Some accelerator requests of instance %s are not '
+                         'resolved yet.') % instance)
+        return pagination.collection(request, 'arqs',
+                                     [view(request, a) for a in arqs], page)
+
+    @index.when(method='POST', template='json')
+    def index_post(self):
+        request = pecan.request
+        context = common.authorize('cyborg:arq:create')
+        body = common.json_body(request)
+        name = body.get('device_profile_name') if isinstance(
+            body, dict) else None
+        if not isinstance(name, str) or not name:
+            raise _invalid(_('Send {"device_profile_name": <name>}.'))
+        uuids = request.conductor_api.arq_create(context, name,
+                                                 context.project_id)
+        arqs = db_arqs.get_many(context, uuids)
+        pecan.response.status = 201
+        return {'arqs': [view(request, arq) for arq in arqs]}
+
+    @index.when(method='PATCH', template='json')
+    def index_patch(self):
+        request = pecan.request
+        context = common.authorize('cyborg:arq:update')
+        kind, patch = parse_patch(common.json_body(request), context,
+                                  request)
+        _require_service(context, _('Binding or unbinding ARQs'))
+        if kind == 'add':
+            instance = next(iter(patch.values()))['instance_uuid']
+            if db_arqs.instance_has_arqs(context, instance):
+                raise _invalid(_('Instance %s already has accelerator '
+                                 'requests.') % instance)
+        request.conductor_api.arq_apply_patch(context, patch,
+                                              visible_project(context))
+        pecan.response.status = 202
+
+    @index.when(method='DELETE', template='json')
+    def index_delete(self, arqs=None, instance=None, **_ignored):
+        request = pecan.request
+        context = common.authorize('cyborg:arq:delete')
+        if (arqs is None) == (instance is None):
+            raise _invalid(_('Give exactly one of arqs=<uuid>[,<uuid>...] '
+                             'and instance=<uuid>.'))
+        project = visible_project(context)
+        if instance is not None:
+            common.check_uuid(instance)
+            _require_service(context, _('Deleting the ARQs of an instance'))
+            request.conductor_api.arq_delete(context, instance_uuid=instance,
+                                             project_id=project)
+        else:
+            uuids = _uuid_list(arqs)
+            found = db_arqs.get_many(context, uuids, project)
+            if any(arq.instance_uuid for arq in found):
+                _require_service(context, _('Deleting bound ARQs'))
+            request.conductor_api.arq_delete(context, arq_uuids=uuids,
+                                             project_id=project)
+        pecan.response.status = 204
+
+    @pecan.expose()
+    def _lookup(self, uuid, *remainder):
+        return AcceleratorRequestController(uuid), list(remainder)

@@ -1,0 +1,204 @@
+"""``/v2/deployables``: list, show, and ``PATCH {uuid}/program``.
+
+Lists take upstream's ``filters.field=<f>&filters.value=<v>`` pairs
+(``legacy_filters``, shared with ``/v2/devices``) and, from 2.4, the
+standard paging parameters.
+"""
+
+import json
+
+from oslo_utils import strutils
+from oslo_utils import uuidutils
+import pecan
+
+from cyborg.api.controllers import link
+from cyborg.api import pagination
+from cyborg.common import exception
+from cyborg.common import policy
+from cyborg.db import deployables as db_deployables
+from cyborg.db import pagination as db_pagination
+from cyborg.i18n import _
+
+# upstream's v1 leftovers: accepted, and only some of them take effect.
+FILTER_FIELDS = ('parent_uuid', 'root_uuid', 'board', 'availability',
+                 'interface_type', 'instance_uuid', 'limit', 'marker',
+                 'sort_key', 'sort_dir', 'name')
+PROGRAM_PATH = '/program'
+
+
+def timestamp(value):
+    """A database time (naive UTC) as upstream shows it."""
+    return value.isoformat() + '+00:00' if value else None
+
+
+def check_uuid(value):
+    if not uuidutils.is_uuid_like(value):
+        raise exception.InvalidUUID(uuid=value)
+    return value
+
+
+def authorize(rule):
+    context = pecan.request.context
+    policy.authorize(rule, {'project_id': context.project_id,
+                            'user_id': context.user_id}, context)
+    return context
+
+
+def legacy_filters(request):
+    """``{field: value}`` of the ``filters.field``/``filters.value``
+    pairs; 400 for an unknown field or a field without a value."""
+    fields = request.GET.getall('filters.field')
+    values = request.GET.getall('filters.value')
+    if len(fields) != len(values):
+        raise exception.InvalidParameterValue(
+            err=_('Each filters.field needs one filters.value.'))
+    for field in fields:
+        if field not in FILTER_FIELDS:
+            raise exception.InvalidParameterValue(
+                err=_('Unknown filters.field %(field)r; expected one of '
+                      '%(known)s.') % {'field': field,
+                                       'known': ', '.join(FILTER_FIELDS)})
+    return dict(zip(fields, values, strict=True))
+
+
+def _filter_choice(name, value, allowed):
+    if value not in allowed:
+        raise exception.InvalidParameterValue(
+            err=_('%(name)s must be one of %(allowed)s, not %(value)r.') % {
+                'name': name, 'allowed': ', '.join(allowed),
+                'value': value})
+    return value
+
+
+def _filter_limit(value):
+    try:
+        return strutils.validate_integer(value, 'limit', min_value=1)
+    except ValueError as exc:
+        raise exception.InvalidParameterValue(err=str(exc)) from exc
+
+
+def page_with_filters(request, filters, sort_keys):
+    """The Page of a list: the paging parameters (2.4), completed by the
+    ``limit``, ``sort_key`` and ``sort_dir`` filters as upstream takes
+    them."""
+    page = pagination.page_from(request, sort_keys)
+    values = {}
+    if 'limit' in filters and 'limit' not in request.GET:
+        values['limit'] = _filter_limit(filters['limit'])
+    for name, allowed in (('sort_key', sort_keys),
+                          ('sort_dir', (db_pagination.ASC,
+                                        db_pagination.DESC))):
+        if name in filters and getattr(page, name) is None:
+            values[name] = _filter_choice(name, filters[name], allowed)
+    return page._replace(**values)
+
+
+def deployable_view(request, row, attributes):
+    return {
+        'uuid': row.uuid,
+        'parent_id': row.parent_id,
+        'root_id': row.root_id,
+        'name': row.name,
+        'num_accelerators': row.num_accelerators,
+        'device_id': row.device_id,
+        'attributes_list': json.dumps([{key: value}
+                                       for key, value in attributes]),
+        'rp_uuid': row.rp_uuid,
+        'driver_name': row.driver_name,
+        'bitstream_id': row.bitstream_id,
+        'created_at': timestamp(row.created_at),
+        'updated_at': timestamp(row.updated_at),
+        'links': [link.make_link(request, 'self', 'v2', 'deployables',
+                                 row.uuid),
+                  link.make_link(request, 'bookmark', 'deployables',
+                                 row.uuid)],
+    }
+
+
+def program_image(body):
+    """The image uuid of a program patch:
+    ``[{"path": "/program", "op": "replace", "value": [{"image_uuid":
+    <uuid>}]}]``; 400 with what is wrong otherwise."""
+    try:
+        [operation] = body
+        wanted = (PROGRAM_PATH, 'replace')
+        if (operation['path'], operation['op']) != wanted:
+            raise ValueError
+        [value] = operation['value']
+        image_uuid = value['image_uuid']
+    except (TypeError, ValueError, KeyError) as exc:
+        raise exception.InvalidParameterValue(
+            err=_('Expected [{"path": "/program", "op": "replace", '
+                  '"value": [{"image_uuid": "<uuid>"}]}].')) from exc
+    if not isinstance(image_uuid, str) or not uuidutils.is_uuid_like(
+            image_uuid):
+        raise exception.InvalidUUID(uuid=image_uuid)
+    return image_uuid
+
+
+def json_body(request):
+    try:
+        return json.loads(request.body or b'null')
+    except ValueError as exc:
+        raise exception.InvalidParameterValue(
+            err=_('The request body is not valid JSON: %s') % exc) from exc
+
+
+class DeployableController:
+    """``/v2/deployables/{uuid}`` and its ``program`` action."""
+
+    def __init__(self, uuid):
+        self.uuid = uuid
+
+    def _show(self):
+        request = pecan.request
+        row, attributes = db_deployables.get_by_uuid(request.context,
+                                                     self.uuid)
+        return deployable_view(request, row, attributes)
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        authorize('cyborg:deployable:get_one')
+        check_uuid(self.uuid)
+        return self._show()
+
+    @pecan.expose(generic=True, template='json')
+    def program(self):
+        pecan.abort(405)
+
+    @program.when(method='PATCH', template='json')
+    def program_patch(self):
+        context = authorize('cyborg:deployable:program')
+        check_uuid(self.uuid)
+        image_uuid = program_image(json_body(pecan.request))
+        pecan.request.conductor_api.deployable_program(context, self.uuid,
+                                                       image_uuid)
+        return self._show()
+
+
+class DeployablesController:
+    """``/v2/deployables``."""
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        request = pecan.request
+        context = authorize('cyborg:deployable:get_all')
+        filters = legacy_filters(request)
+        page = page_with_filters(request, filters, db_deployables.SORT_KEYS)
+        rows, attributes = db_deployables.get_all(
+            context, name=filters.get('name'), page=page)
+        items = [deployable_view(request, row, attributes[row.id])
+                 for row in rows]
+        return pagination.collection(request, 'deployables', items, page)
+
+    @pecan.expose()
+    def _lookup(self, uuid, *remainder):
+        return DeployableController(uuid), list(remainder)

@@ -1,0 +1,110 @@
+"""``/v2/devices``: list, show, and ``POST {uuid}/enable|disable``.
+
+Lists filter exactly on ``type``, ``vendor`` and ``hostname``, take
+upstream's ``filters.field``/``filters.value`` pairs like deployables do,
+and from 2.4 the standard paging parameters. ``status`` is shown from
+2.3.
+"""
+
+import pecan
+
+from cyborg.api.controllers import link
+from cyborg.api.controllers.v2 import deployables
+from cyborg.api import microversion
+from cyborg.api import pagination
+from cyborg.db import devices as db_devices
+
+STATUS_VERSION = '2.3'
+QUERY_FILTERS = ('type', 'vendor', 'hostname')
+ENABLED = 'enabled'
+MAINTAINING = 'maintaining'
+
+
+def device_view(request, row):
+    view = {
+        'uuid': row.uuid,
+        'type': row.type,
+        'vendor': row.vendor,
+        'model': row.model,
+        'std_board_info': row.std_board_info,
+        'vendor_board_info': row.vendor_board_info,
+        'hostname': row.hostname,
+        'created_at': deployables.timestamp(row.created_at),
+        'updated_at': deployables.timestamp(row.updated_at),
+        'links': [link.make_link(request, 'self', 'v2', 'devices',
+                                 row.uuid)],
+    }
+    if microversion.is_supported(request, STATUS_VERSION):
+        view['status'] = row.status
+    return view
+
+
+class DeviceController:
+    """``/v2/devices/{uuid}`` and its ``enable`` and ``disable``
+    actions."""
+
+    def __init__(self, uuid):
+        self.uuid = uuid
+
+    def _set_status(self, action, status):
+        context = deployables.authorize('cyborg:device:%s' % action)
+        deployables.check_uuid(self.uuid)
+        db_devices.get_for_api(context, self.uuid)
+        pecan.request.conductor_api.device_set_status(context, self.uuid,
+                                                      status)
+        # No body; upstream's 200 becomes pecan's 204 (clients take any
+        # 2xx).
+        pecan.response.status = 204
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        context = deployables.authorize('cyborg:device:get_one')
+        deployables.check_uuid(self.uuid)
+        return device_view(pecan.request,
+                           db_devices.get_for_api(context, self.uuid))
+
+    @pecan.expose(generic=True)
+    def enable(self):
+        pecan.abort(405)
+
+    @enable.when(method='POST')
+    def enable_post(self):
+        return self._set_status('enable', ENABLED)
+
+    @pecan.expose(generic=True)
+    def disable(self):
+        pecan.abort(405)
+
+    @disable.when(method='POST')
+    def disable_post(self):
+        return self._set_status('disable', MAINTAINING)
+
+
+class DevicesController:
+    """``/v2/devices``."""
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        request = pecan.request
+        context = deployables.authorize('cyborg:device:get_all')
+        legacy = deployables.legacy_filters(request)
+        page = deployables.page_with_filters(request, legacy,
+                                             db_devices.DEVICE_SORT_KEYS)
+        filters = {key: request.GET[key] for key in QUERY_FILTERS
+                   if key in request.GET}
+        rows = db_devices.list_for_api(context, filters, page)
+        return pagination.collection(
+            request, 'devices', [device_view(request, r) for r in rows],
+            page)
+
+    @pecan.expose()
+    def _lookup(self, uuid, *remainder):
+        return DeviceController(uuid), list(remainder)

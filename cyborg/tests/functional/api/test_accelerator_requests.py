@@ -1,0 +1,349 @@
+"""``/v2/accelerator_requests`` through the API and a real conductor, on
+a real database, with the fake driver's card as inventory and a stand-in
+Nova on a loopback port that records the external events it receives."""
+
+import concurrent.futures
+import json
+import threading
+import uuid as uuidlib
+
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
+
+from cyborg.accelerator.drivers.fake import driver as fake_driver
+from cyborg.api import server as api_server
+from cyborg.common import states
+from cyborg.conductor import binding
+from cyborg.conductor import reporting
+from cyborg.db import accelerator_requests as db_arqs
+from cyborg.db import api as db_api
+from cyborg.db import hosts as db_hosts
+from cyborg.db import models
+from cyborg.tests.functional.api import base
+
+PATH = '/v2/accelerator_requests'
+PROFILE = 'fpga-1'
+GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}
+NOVA_USER = dict(base.MEMBER)
+
+
+class StandInNova:
+    """``POST /v2.1/os-server-external-events``, recorded; answers
+    ``status`` (200, or 207 with ``codes``)."""
+
+    def __init__(self):
+        self.events = []
+        self.status = 200
+        self.lock = threading.Lock()
+        self.server = api_server.WSGIServer(self, '127.0.0.1', 0, 4,
+                                            name='stand-in-nova')
+
+    def __call__(self, environ, start_response):
+        length = int(environ.get('CONTENT_LENGTH') or 0)
+        body = json.loads(environ['wsgi.input'].read(length) or b'{}')
+        with self.lock:
+            self.events.extend(body.get('events', []))
+        if self.status == 207:
+            answer = {'events': [dict(e, code=422)
+                                 for e in body.get('events', [])]}
+        else:
+            answer = body
+        start_response('%d Status' % self.status,
+                       [('Content-Type', 'application/json')])
+        return [json.dumps(answer).encode()]
+
+    @property
+    def endpoint(self):
+        return 'http://127.0.0.1:%d/v2.1' % self.server.port
+
+
+class _ARQTests:
+
+    def setUp(self):
+        super().setUp()
+        self.nova = StandInNova()
+        self.nova.server.start()
+        self.addCleanup(self.nova.server.stop)
+        from keystoneauth1 import loading as ks_loading
+        self.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='nova')
+        self.flags(auth_type='admin_token', token='nova-token',
+                   endpoint=self.nova.endpoint, group='nova')
+        self.hostname = 'host-%s' % uuidlib.uuid4().hex[:8]
+        self.rp_uuid = self.seed_inventory(self.hostname)
+        response = self.post('/v2/device_profiles',
+                             [{'name': PROFILE, 'groups': [GROUP]}])
+        self.assertEqual(201, response.status_int, response.body)
+
+    def seed_inventory(self, hostname):
+        """The fake card (16 functions) of ``hostname``, as reported."""
+        self.flags(host=hostname)
+        devices = fake_driver.FakeDriver(self.conf).discover()
+        db_hosts.record_hello(self.context, hostname, hostname, '1', [])
+        reporting.reconcile(self.context, hostname, devices, 'h')
+        with db_api.reader.using(self.context) as session:
+            return session.query(models.Deployable.rp_uuid).one()[0]
+
+    def create(self, headers=NOVA_USER, profile=PROFILE):
+        response = self.post(PATH, {'device_profile_name': profile},
+                             headers=headers)
+        self.assertEqual(201, response.status_int, response.body)
+        return response.json['arqs']
+
+    def bind_patch(self, arqs, instance, rp_uuid=None):
+        return {arq['uuid']: [
+            {'op': 'add', 'path': '/hostname', 'value': self.hostname},
+            {'op': 'add', 'path': '/device_rp_uuid',
+             'value': rp_uuid or self.rp_uuid},
+            {'op': 'add', 'path': '/instance_uuid', 'value': instance}]
+            for arq in arqs}
+
+    def bind(self, arqs, instance=None, **kwargs):
+        instance = instance or uuidutils.generate_uuid()
+        response = self.patch(PATH, self.bind_patch(arqs, instance, **kwargs),
+                              headers=NOVA_USER, service=True)
+        return instance, response
+
+    def test_create_show_list(self):
+        arqs = self.create()
+        self.assertEqual(1, len(arqs))
+        arq = arqs[0]
+        self.assertEqual(states.INITIAL, arq['state'])
+        self.assertEqual(PROFILE, arq['device_profile_name'])
+        self.assertEqual(0, arq['device_profile_group_id'])
+        self.assertEqual(base.PROJECT, arq['project_id'])
+        self.assertEqual('', arq['attach_handle_type'])
+        self.assertEqual({}, arq['attach_handle_info'])
+        shown = self.get(PATH + '/' + arq['uuid'], headers=NOVA_USER)
+        self.assertEqual(arq, shown.json)
+        self.assertEqual([arq], self.get(PATH, headers=NOVA_USER).json[
+            'arqs'])
+
+    def test_nova_boot_sequence(self):
+        arqs = self.create()
+        instance, response = self.bind(arqs)
+        self.assertEqual(202, response.status_int, response.body)
+        resolved = self.get(PATH, headers=NOVA_USER, service=True,
+                            instance=instance, bind_state='resolved')
+        self.assertEqual(200, resolved.status_int, resolved.body)
+        [arq] = resolved.json['arqs']
+        self.assertEqual(states.BOUND, arq['state'])
+        self.assertEqual('TEST_PCI', arq['attach_handle_type'])
+        self.assertEqual('0c', arq['attach_handle_info']['bus'])
+        self.assertEqual([{'name': 'accelerator-request-bound',
+                           'server_uuid': instance, 'tag': arq['uuid'],
+                           'status': 'completed'}], self.nova.events)
+        response = self.delete(PATH, headers=NOVA_USER, service=True,
+                               instance=instance)
+        self.assertEqual(204, response.status_int, response.body)
+        self.assertEqual([], self.get(PATH, headers=NOVA_USER).json['arqs'])
+        with db_api.reader.using(self.context) as session:
+            self.assertEqual(0, session.query(models.AttachHandle).filter_by(
+                in_use=True).count())
+
+    def test_binding_twice_is_409(self):
+        arqs = self.create()
+        _instance, response = self.bind(arqs)
+        self.assertEqual(202, response.status_int)
+        response = self.patch(PATH, self.bind_patch(
+            arqs, uuidutils.generate_uuid()), headers=NOVA_USER,
+            service=True)
+        self.assert_error(response, 409, states.BOUND)
+
+    def test_concurrent_binds_of_one_arq_one_wins(self):
+        arqs = self.create()
+
+        def bind(_):
+            return self.bind(arqs)[1].status_int
+
+        with concurrent.futures.ThreadPoolExecutor(2) as pool:
+            results = sorted(pool.map(bind, range(2)))
+        self.assertIn(202, results)
+        self.assertEqual(1, results.count(202), results)
+
+    def test_no_free_handle_fails_the_bind_and_tells_nova(self):
+        unknown = uuidutils.generate_uuid()
+        arqs = self.create()
+        instance, response = self.bind(arqs, rp_uuid=unknown)
+        self.assertEqual(202, response.status_int)
+        [arq] = self.get(PATH, headers=NOVA_USER, instance=instance,
+                         bind_state='resolved').json['arqs']
+        self.assertEqual(states.BIND_FAILED, arq['state'])
+        self.assertEqual(['failed'], [e['status'] for e in self.nova.events])
+
+    def test_unresolved_instance_is_423(self):
+        arqs = self.create()
+        instance = uuidutils.generate_uuid()
+        db_arqs.start_binds(self.context, {arqs[0]['uuid']: {
+            'hostname': 'h', 'device_rp_uuid': self.rp_uuid,
+            'instance_uuid': instance, 'project_id': base.PROJECT}},
+            None, 'elsewhere')
+        response = self.get(PATH, headers=NOVA_USER, instance=instance,
+                            bind_state='resolved')
+        self.assertEqual(423, response.status_int)
+        self.assert_error(self.get(PATH, bind_state='bound'), 400)
+
+    def test_unbind_releases_and_rebind(self):
+        arqs = self.create()
+        self.bind(arqs)
+        remove = {arqs[0]['uuid']: [{'op': 'remove',
+                                     'path': '/instance_uuid'}]}
+        self.assert_error(self.patch(PATH, remove, headers=NOVA_USER), 403)
+        response = self.patch(PATH, remove, headers=NOVA_USER, service=True)
+        self.assertEqual(202, response.status_int, response.body)
+        arq = self.get(PATH + '/' + arqs[0]['uuid']).json
+        self.assertEqual(states.UNBOUND, arq['state'])
+        self.assertIsNone(arq['instance_uuid'])
+        _instance, response = self.bind(arqs)
+        self.assertEqual(202, response.status_int, response.body)
+
+    def test_patch_errors(self):
+        arqs = self.create()
+        uuid = arqs[0]['uuid']
+        add = self.bind_patch(arqs, uuidutils.generate_uuid())
+        cases = [
+            ({}, 400), ([], 400), ({'not-a-uuid': add[uuid]}, 400),
+            ({uuid: []}, 400),
+            ({uuid: [{'op': 'replace', 'path': '/hostname', 'value': 'x'}]},
+             400),
+            ({uuid: add[uuid][:2]}, 400),
+            ({uuid: add[uuid] + [{'op': 'add', 'path': '/state',
+                                  'value': 'Bound'}]}, 400),
+            ({uuid: add[uuid] + [{'op': 'remove', 'path': '/hostname'}]},
+             400),
+            ({uuid: add[uuid] + [{'op': 'add', 'path': '/project_id',
+                                  'value': 'p'}]}, 406),
+            ({uuidutils.generate_uuid(): add[uuid]}, 404),
+        ]
+        for body, status in cases:
+            self.assert_error(self.patch(PATH, body, headers=NOVA_USER,
+                                         service=True), status)
+        # /project_id at 2.1 is for administrators only.
+        body = {uuid: add[uuid] + [{'op': 'add', 'path': '/project_id',
+                                    'value': 'p'}]}
+        self.assert_error(self.patch(PATH, body, headers=NOVA_USER,
+                                     service=True, version='2.1'), 403)
+        # A bind needs a service token.
+        self.assert_error(self.patch(PATH, add, headers=NOVA_USER), 403)
+        self.assertEqual(states.INITIAL, self.get(
+            PATH + '/' + uuid).json['state'])
+
+    def test_create_errors(self):
+        for body in ({}, {'device_profile_name': 7}, [], 'x'):
+            self.assert_error(self.post(PATH, body, headers=NOVA_USER), 400)
+        self.assert_error(self.post(PATH, {'device_profile_name': 'nope'},
+                                    headers=NOVA_USER), 404)
+        self.assert_error(self.post(PATH, {'device_profile_name': PROFILE},
+                                    headers=base.READER), 403)
+
+    def test_other_projects_arqs_are_404(self):
+        [arq] = self.create()
+        self.assert_error(self.get(PATH + '/' + arq['uuid'],
+                                   headers=base.OTHER), 404)
+        self.assertEqual([], self.get(PATH, headers=base.OTHER).json['arqs'])
+        self.assert_error(self.delete(PATH, headers=base.OTHER,
+                                      arqs=arq['uuid']), 404)
+        self.assertEqual(200, self.get(PATH + '/' + arq['uuid'],
+                                       headers=base.ADMIN).status_int)
+
+    def test_delete_errors_and_all_or_nothing(self):
+        first, second = self.create()[0], self.create()[0]
+        self.assert_error(self.delete(PATH), 400)
+        self.assert_error(self.delete(PATH, arqs=first['uuid'],
+                                      instance=uuidutils.generate_uuid()),
+                          400)
+        self.assert_error(self.delete(PATH, arqs='nope'), 400)
+        self.assert_error(self.delete(PATH, headers=NOVA_USER,
+                                      instance=uuidutils.generate_uuid()),
+                          403)
+        missing = uuidutils.generate_uuid()
+        self.assert_error(self.delete(PATH, headers=NOVA_USER, arqs='%s,%s'
+                                      % (first['uuid'], missing)), 404)
+        self.assertEqual(2, len(self.get(PATH).json['arqs']))
+        self.bind([second])
+        self.assert_error(self.delete(PATH, headers=NOVA_USER,
+                                      arqs=second['uuid']), 403)
+        response = self.delete(PATH, headers=NOVA_USER, service=True,
+                               arqs='%s,%s' % (first['uuid'],
+                                               second['uuid']))
+        self.assertEqual(204, response.status_int, response.body)
+        self.assertEqual([], self.get(PATH).json['arqs'])
+        # Deleting an instance's ARQs again is fine (Nova retries).
+        self.assertEqual(204, self.delete(
+            PATH, headers=NOVA_USER, service=True,
+            instance=uuidutils.generate_uuid()).status_int)
+
+    def test_conductor_restart_fails_its_unfinished_binds(self):
+        [arq] = self.create()
+        instance = uuidutils.generate_uuid()
+        db_arqs.start_binds(self.context, {arq['uuid']: {
+            'hostname': self.hostname, 'device_rp_uuid': self.rp_uuid,
+            'instance_uuid': instance, 'project_id': base.PROJECT}},
+            None, self.conf.host)
+        db_arqs.claim_handle(self.context, arq['uuid'])
+        # The conductor "died" here; a new one starts on the same host.
+        binding.Binding(self.conf).recover(self.context)
+        shown = self.get(PATH + '/' + arq['uuid']).json
+        self.assertEqual(states.BIND_FAILED, shown['state'])
+        self.assertEqual([(instance, arq['uuid'], 'failed')],
+                         [(e['server_uuid'], e['tag'], e['status'])
+                          for e in self.nova.events])
+        with db_api.reader.using(self.context) as session:
+            self.assertEqual(0, session.query(models.AttachHandle).filter_by(
+                in_use=True).count())
+
+    def test_periodic_check_fails_stale_binds_of_others(self):
+        [arq] = self.create()
+        db_arqs.start_binds(self.context, {arq['uuid']: {
+            'hostname': self.hostname, 'device_rp_uuid': self.rp_uuid,
+            'instance_uuid': uuidutils.generate_uuid(),
+            'project_id': base.PROJECT}}, None, 'another-conductor')
+        checker = binding.Binding(self.conf)
+        checker.check(self.context)
+        self.assertEqual(states.BIND_STARTED, self.get(
+            PATH + '/' + arq['uuid']).json['state'])
+        timeutils.set_time_override(
+            timeutils.utcnow() + binding.BIND_TIMEOUT * 2)
+        self.addCleanup(timeutils.clear_time_override)
+        checker.check(self.context)
+        self.assertEqual(states.BIND_FAILED, self.get(
+            PATH + '/' + arq['uuid']).json['state'])
+        self.assertEqual(['failed'], [e['status'] for e in self.nova.events])
+
+    def test_nova_down_then_back_gets_its_event(self):
+        self.nova.status = 500
+        arqs = self.create()
+        instance, response = self.bind(arqs)
+        self.assertEqual(202, response.status_int)
+        self.assertEqual(1, len(self.nova.events))
+        self.nova.status = 207  # every event 422: delivered as far as can be
+        binding.Binding(self.conf).check(self.context)
+        self.assertEqual(2, len(self.nova.events))
+        binding.Binding(self.conf).check(self.context)
+        self.assertEqual(2, len(self.nova.events), 'sent once delivered')
+        self.assertEqual({instance}, {e['server_uuid']
+                                      for e in self.nova.events})
+
+    def test_paging_at_2_4(self):
+        made = [self.create()[0]['uuid'] for _ in range(5)]
+        page = self.get(PATH, version='2.4', limit=2).json
+        seen = [a['uuid'] for a in page['arqs']]
+        while 'next' in page:
+            page = self.get(page['next'].replace('http://localhost', ''),
+                            version='2.4').json
+            seen += [a['uuid'] for a in page['arqs']]
+        self.assertEqual(sorted(made), sorted(seen))
+        self.assertEqual(len(made), len(set(seen)))
+
+
+class SQLiteARQTest(_ARQTests, base.APIResourceTestCase):
+    backend = 'sqlite'
+
+
+class MySQLARQTest(_ARQTests, base.APIResourceTestCase):
+    backend = 'mysql'
+
+
+class PostgreSQLARQTest(_ARQTests, base.APIResourceTestCase):
+    backend = 'postgresql'
