@@ -2,6 +2,7 @@
 the all-in-one, with its own SQLite database under the state directory."""
 
 import os
+import threading
 
 from oslo_config import cfg
 from placement import conf as placement_conf
@@ -21,7 +22,26 @@ def build_app(state_dir):
     conf.set_override('auth_strategy', 'noauth2', group='api')
     conf.set_override('sync_on_startup', True, group='placement_database')
     placement_db_api.configure(conf)
-    return placement_deploy.loadapp(conf)
+    return _one_writer_at_a_time(placement_deploy.loadapp(conf))
+
+
+_READS = ('GET', 'HEAD', 'OPTIONS')
+
+
+def _one_writer_at_a_time(app):
+    """Placement on SQLite: requests that write take turns, since SQLite
+    fails ("database is locked") a writer whose transaction read before
+    another writer committed. Reads run concurrently."""
+    lock = threading.Lock()
+
+    def serialized(environ, start_response):
+        if environ.get('REQUEST_METHOD') in _READS:
+            return app(environ, start_response)
+        with lock:
+            # Placement's responses are small: read them whole while the
+            # turn lasts.
+            return list(app(environ, start_response))
+    return serialized
 
 
 def mount(main_app, placement_app, prefix=PREFIX):

@@ -15,6 +15,7 @@ from cyborg.common.clients import placement as placement_client
 from cyborg.common import rpc
 from cyborg.common import service as cyborg_service
 from cyborg.conductor import manager as conductor_manager
+from cyborg.conductor import rpcapi as conductor_rpcapi
 from cyborg.db import api as db_api
 from cyborg.db import migration
 
@@ -83,8 +84,11 @@ class AllInOne(service.Service):
         db_api.configure(conf)
         migration.upgrade('head')
         rpc.init(conf)
+        conductor = conductor_manager.ConductorManager(conf.host, conf)
         app = aio_placement.mount(
-            api_app.setup_app(conf),
+            api_app.setup_app(
+                conf, conductor_api=conductor_rpcapi.LocalConductorAPI(
+                    conductor)),
             aio_placement.build_app(conf.state_path))
         self.server = api_server.WSGIServer(
             app, conf.api.host_ip, conf.api.port,
@@ -92,8 +96,7 @@ class AllInOne(service.Service):
         self.server.start()
         _use_embedded_placement(conf, self.server.port)
         ensure_compute_node(conf)
-        self._start_part(conductor_manager.ConductorManager(conf.host, conf),
-                         rpc.CONDUCTOR_TOPIC)
+        self._start_part(conductor, rpc.CONDUCTOR_TOPIC)
         self._start_part(agent_manager.AgentManager(conf.host, conf),
                          rpc.AGENT_TOPIC)
         LOG.info('cyborg all-in-one ready on http://%s:%s/ (Placement under '

@@ -16,6 +16,7 @@ from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
 from cyborg.cmd import dbsync
+from cyborg.common.clients import placement as placement_client
 from cyborg import conf as cyborg_conf
 from cyborg.db import api as db_api
 from cyborg.db import migration
@@ -25,6 +26,10 @@ CONF = cyborg_conf.CONF
 DRIVER_NAMESPACE = 'cyborg.accelerator.driver'
 
 _UPGRADE_HINT = 'Run "cyborg-dbsync upgrade".'
+
+# The newest Placement microversion cyborg's code asks for; a test keeps it
+# in step with cyborg.common.clients.placement.
+PLACEMENT_MIN_VERSION = (1, 26)
 
 
 def _result(code, details=None):
@@ -80,11 +85,44 @@ class Checks(upgradecheck.UpgradeCommands):
             % (', '.join(missing), ', '.join(sorted(_installed_drivers()))
                or 'none'))
 
+    def _check_placement(self):
+        """Placement must answer, with a new enough microversion."""
+        try:
+            client = placement_client.connect(self.conf)
+            response = client.get('/', raise_exc=False)
+        except Exception as e:  # keystoneauth's many connection errors
+            return _result(upgradecheck.Code.FAILURE,
+                           'Placement cannot be reached with the [placement] '
+                           'options: %s' % dbsync.error_line(e))
+        if response.status_code != 200:
+            return _result(upgradecheck.Code.FAILURE,
+                           'Placement answered %s to its version document.'
+                           % response.status_code)
+        return _placement_version_result(response.json())
+
     _upgrade_checks = (
         ('Database schema', _check_database_schema),
         ('Policy File JSON to YAML Migration', _check_policy_file),
         ('Enabled accelerator drivers', _check_enabled_drivers),
+        ('Placement API', _check_placement),
     )
+
+
+def _placement_version_result(document):
+    """SUCCESS when the version document offers PLACEMENT_MIN_VERSION."""
+    try:
+        newest = max(tuple(int(n) for n in v['max_version'].split('.'))
+                     for v in document['versions'])
+    except (KeyError, TypeError, ValueError):
+        return _result(upgradecheck.Code.FAILURE,
+                       'Placement returned an unexpected version document.')
+    wanted = '%d.%d' % PLACEMENT_MIN_VERSION
+    if newest < PLACEMENT_MIN_VERSION:
+        return _result(upgradecheck.Code.FAILURE,
+                       'Placement offers microversions up to %d.%d; cyborg '
+                       'needs %s. Upgrade Placement first.'
+                       % (newest + (wanted,)))
+    return _result(upgradecheck.Code.SUCCESS)
 
 
 def main(argv=None):

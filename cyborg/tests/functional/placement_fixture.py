@@ -58,6 +58,11 @@ def _service():
         return _SERVICE['endpoint'], _SERVICE['recorder']
 
 
+def endpoint():
+    """The URL of the test Placement service (started if need be)."""
+    return _service()[0]
+
+
 def _closed_port():
     with socket.socket() as probe:
         probe.bind(('127.0.0.1', 0))

@@ -1,7 +1,9 @@
 """cyborg-status upgrade checks, each on its own, on SQLite."""
 
+import inspect
 import io
 import os
+import re
 
 import fixtures
 from oslo_policy import opts as policy_opts
@@ -9,10 +11,12 @@ from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
 from cyborg.cmd import status
+from cyborg.common.clients import placement as placement_client
 from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.functional import placement_fixture
 
 Code = upgradecheck.Code
 
@@ -109,11 +113,49 @@ class EnabledDriversCheckTest(_StatusTestCase):
         self.assertIn('Installed drivers: fake_driver', result.details)
 
 
+class PlacementCheckTest(_StatusTestCase):
+    """Against the real Placement service the all-in-one embeds."""
+
+    def test_reachable_placement_succeeds(self):
+        self.useFixture(placement_fixture.Placement(self.conf))
+        result = self.checks._check_placement()
+        self.assertEqual(Code.SUCCESS, result.code, result.details)
+
+    def test_unreachable_placement_fails(self):
+        placement = self.useFixture(placement_fixture.Placement(self.conf))
+        with placement.down():
+            result = self.checks._check_placement()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('[placement]', result.details)
+
+    def test_old_placement_fails_with_what_is_needed(self):
+        result = status._placement_version_result(
+            {'versions': [{'id': 'v1.0', 'max_version': '1.10'}]})
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('1.10', result.details)
+        self.assertIn('1.26', result.details)
+
+    def test_garbage_version_document_fails(self):
+        for document in ({}, {'versions': [{}]},
+                         {'versions': [{'max_version': 'one'}]}):
+            result = status._placement_version_result(document)
+            self.assertEqual(Code.FAILURE, result.code, document)
+
+    def test_minimum_covers_what_the_client_asks_for(self):
+        source = inspect.getsource(placement_client)
+        asked = {tuple(int(n) for n in v.split('.'))
+                 for v in re.findall(r"'1\.(\d+)'", source)
+                 for v in ['1.' + v]}
+        self.assertTrue(asked)
+        self.assertEqual(max(asked), status.PLACEMENT_MIN_VERSION)
+
+
 class AllChecksTest(_StatusTestCase):
     """``check()`` runs every check and answers the worst code."""
 
     def setUp(self):
         super().setUp()
+        self.useFixture(placement_fixture.Placement(self.conf))
         self.stdout = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
 
@@ -130,5 +172,5 @@ class AllChecksTest(_StatusTestCase):
         migration.upgrade('head')
         self.assertEqual(Code.SUCCESS, self.checks.check())
         for name in ('Database schema', 'Policy File JSON to YAML Migration',
-                     'Enabled accelerator drivers'):
+                     'Enabled accelerator drivers', 'Placement API'):
             self.assertIn(name, self.stdout.getvalue())
