@@ -1,0 +1,206 @@
+"""What cyborg's benchmarks share: a whole cyborg in this process.
+
+``Stack`` runs the API on a loopback port (real HTTP), a conductor behind
+it on real RPC (``transport_url``), and the embedded Placement, on a fresh
+database: SQLite in the state directory, or a new database on the MariaDB
+or PostgreSQL server of ``db_url`` (created here, dropped at the end).
+``seed`` makes hosts report fake FPGA cards through the conductor's real
+RPC path, as agents do.
+"""
+
+import concurrent.futures
+import json
+import logging
+import math
+import os
+import uuid
+
+from keystoneauth1 import loading as ks_loading
+import sqlalchemy as sa
+
+from cyborg.agent import manager as agent_manager
+from cyborg.aio import placement as aio_placement
+from cyborg.api import app as api_app
+from cyborg.api import server as api_server
+from cyborg.common.clients import placement as placement_client
+from cyborg.common import context as cyborg_context
+from cyborg.common import rpc
+from cyborg.common import service as cyborg_service
+from cyborg import conf as cyborg_conf
+from cyborg.conductor import manager as conductor_manager
+from cyborg.conductor import rpcapi as conductor_rpcapi
+from cyborg.db import api as db_api
+from cyborg.db import migration
+from cyborg.objects import driver_device as dd
+from cyborg.objects import host as host_obj
+
+CONF = cyborg_conf.CONF
+DEVICES_PER_HOST = 8
+
+
+def fake_devices(hostname, count, functions=1):
+    """``count`` fake FPGA cards of ``hostname``, one deployable each."""
+    devices = []
+    for index in range(count):
+        address = {'domain': '0000', 'bus': '%02x' % (index + 1),
+                   'device': '00', 'function': '0'}
+        handles = [dd.DriverAttachHandle(
+            attach_type='TEST_PCI', in_use=False,
+            attach_info=json.dumps(dict(address, function=str(f)),
+                                   sort_keys=True))
+            for f in range(functions)]
+        deployable = dd.DriverDeployable(
+            name='%s_fpga%d' % (hostname, index),
+            num_accelerators=functions, driver_name='FAKEDRIVER',
+            attribute_list=[dd.DriverAttribute(key='rc', value='FPGA'),
+                            dd.DriverAttribute(key='trait0',
+                                               value='CUSTOM_FAKE_DEVICE')],
+            attach_handle_list=handles)
+        devices.append(dd.DriverDevice(
+            vendor='0xABCD', model='bench card', type='FPGA',
+            std_board_info=json.dumps({'device_id': '0xabcd'}),
+            vendor_board_info='bench',
+            controlpath_id=dd.DriverControlPathID(
+                cpid_type='PCI', cpid_info=json.dumps(address,
+                                                      sort_keys=True)),
+            deployable_list=[deployable], stub=False))
+    return devices
+
+
+def server_database(url):
+    """(url of a new database on the server of ``url``, drop function)."""
+    server = sa.engine.make_url(url)
+    name = 'bench_%s' % uuid.uuid4().hex[:10]
+    admin = sa.create_engine(server, isolation_level='AUTOCOMMIT')
+    with admin.connect() as connection:
+        connection.execute(sa.text('CREATE DATABASE %s' % name))
+
+    def drop():
+        with admin.connect() as connection:
+            connection.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
+        admin.dispose()
+    return (server.set(database=name).render_as_string(hide_password=False),
+            drop)
+
+
+class Stack:
+
+    def __init__(self, state_dir, db_url=None, transport_url='fake:/',
+                 api_threads=16):
+        self.state_dir = state_dir
+        self.db_url = db_url
+        self.transport_url = transport_url
+        self.api_threads = api_threads
+        self.server = None
+        self.services = []
+        self.cleanups = []
+        self.context = cyborg_context.get_admin_context()
+
+    @property
+    def db_kind(self):
+        return sa.engine.make_url(self.db_url).get_backend_name()
+
+    @property
+    def base_url(self):
+        return 'http://127.0.0.1:%d' % self.server.port
+
+    def configure(self):
+        cyborg_service.prepare_service(['bench'], CONF,
+                                       default_config_files=[])
+        rpc.register_opts(CONF)
+        if self.db_url and not self.db_url.startswith('sqlite'):
+            self.db_url, drop = server_database(self.db_url)
+            self.cleanups.append(drop)
+        self.db_url = self.db_url or 'sqlite:///%s' % os.path.join(
+            self.state_dir, 'cyborg.sqlite')
+        CONF.set_override('connection', self.db_url, group='database')
+        CONF.set_override('transport_url', self.transport_url)
+        CONF.set_override('auth_strategy', 'noauth')
+        CONF.set_override('state_path', self.state_dir)
+        CONF.set_override('host', 'bench-conductor')
+        # Benchmarks print numbers, not every request Placement served.
+        logging.getLogger().setLevel(logging.WARNING)
+
+    def use_placement(self, port):
+        CONF.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='placement')
+        CONF.set_override('auth_type', 'admin_token', group='placement')
+        CONF.set_override('token', 'admin', group='placement')
+        CONF.set_override('endpoint', 'http://127.0.0.1:%d%s' % (
+            port, aio_placement.PREFIX), group='placement')
+
+    def start(self, conductor=True):
+        self.configure()
+        db_api.configure(CONF)
+        migration.upgrade('head')
+        rpc.init(CONF)
+        manager = conductor_manager.ConductorManager('bench-conductor', CONF)
+        # Like the all-in-one: on the in-process bus the API calls its
+        # conductor directly; on a broker it goes through RPC.
+        local = (conductor_rpcapi.LocalConductorAPI(manager)
+                 if self.transport_url.startswith('fake') else None)
+        app = aio_placement.mount(
+            api_app.setup_app(CONF, conductor_api=local),
+            aio_placement.build_app(self.state_dir))
+        self.server = api_server.WSGIServer(app, '127.0.0.1', 0,
+                                            self.api_threads, name='bench')
+        self.server.start()
+        self.use_placement(self.server.port)
+        if conductor:
+            self.start_conductor('bench-conductor', manager)
+
+    def start_conductor(self, host, manager=None):
+        manager = manager or conductor_manager.ConductorManager(host, CONF)
+        service = cyborg_service.RPCService(host, rpc.CONDUCTOR_TOPIC,
+                                            manager, conf=CONF)
+        service.start()
+        self.services.append(service)
+        return manager
+
+    def report_host(self, conductor, hostname, devices):
+        """An agent's start: hello, then its report; the compute node
+        provider is made first, as Nova would have."""
+        client = placement_client.connect(CONF)
+        if placement_client.find_provider(client, hostname) is None:
+            placement_client.create_provider(client, hostname)
+        conductor.agent_hello(self.context, host_obj.AgentHello(
+            hostname=hostname, status='READY', endpoint=hostname,
+            version='bench', drivers=[]))
+        digest = agent_manager.report_hash(devices)
+        accepted = conductor.report_data(self.context, hostname, devices,
+                                         digest)
+        if accepted != digest:
+            raise RuntimeError('report of %s not accepted' % hostname)
+
+    def seed(self, deployables, per_host=DEVICES_PER_HOST, threads=8):
+        """Hosts with ``per_host`` cards each report until there are
+        ``deployables`` deployables; ``threads`` agents at a time."""
+        conductor = conductor_rpcapi.ConductorAPI()
+
+        def one(index):
+            count = min(per_host, deployables - index * per_host)
+            hostname = 'bench-host-%04d' % index
+            self.report_host(conductor, hostname,
+                             fake_devices(hostname, count))
+
+        hosts = math.ceil(deployables / per_host)
+        with concurrent.futures.ThreadPoolExecutor(threads) as pool:
+            for future in [pool.submit(one, i) for i in range(hosts)]:
+                future.result()
+
+    def provider_uuids(self):
+        from cyborg.db import models
+        with db_api.reader.using(self.context) as session:
+            return [row.rp_uuid for row in session.query(
+                models.Deployable.rp_uuid).order_by(models.Deployable.id)]
+
+    def stop(self):
+        for service in reversed(self.services):
+            service.stop()
+        if self.server is not None:
+            self.server.stop()
+        rpc.cleanup()
+        db_api.get_engine().dispose()
+        for cleanup in reversed(self.cleanups):
+            cleanup()
