@@ -20,13 +20,9 @@ import requests
 import testtools
 
 from cyborg.tests.functional import daemons
+from cyborg.tests.functional import nova
 
 GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}
-NOVA = {'X-User-Id': 'nova', 'X-Project-Id': 'service',
-        'X-Roles': 'admin,service', 'X-Service-Roles': 'service'}
-USER_PROJECT = 'a1b2c3d4e5f60718293a4b5c6d7e8f90'
-USER = {'X-User-Id': 'demo', 'X-Project-Id': USER_PROJECT,
-        'X-Roles': 'member,reader'}
 
 
 class _AllInOne(fixtures.Fixture):
@@ -127,63 +123,14 @@ class ClientsTest(testtools.TestCase):
         self.assertTrue(self.osc('accelerator', 'arq', 'list', '-f',
                                  'json'))
 
-    def call(self, method, path, headers, body=None):
-        return requests.request(
-            method, self.aio.base + path, headers=headers, timeout=30,
-            data=None if body is None else json.dumps(body))
-
     def test_nova_boot_sequence(self):
-        """What nova-api, nova-conductor and nova-compute send, in order,
-        with no microversion header."""
-        admin = {'X-Auth-Token': 'admin'}
         name = 'nova-%s' % uuid.uuid4().hex[:6]
-        response = self.call('POST', '/v2/device_profiles', admin,
-                             [{'name': name, 'groups': [GROUP]}])
+        response = requests.post(
+            self.aio.base + '/v2/device_profiles', timeout=30,
+            headers={'X-Auth-Token': 'admin'},
+            json=[{'name': name, 'groups': [GROUP]}])
         self.assertEqual(201, response.status_code, response.text)
-        user_and_service = dict(USER, **{'X-Service-Roles': 'service'})
-        # nova-api: the profile by name, exactly one.
-        profiles = self.call('GET', '/v2/device_profiles?name=%s' % name,
-                             user_and_service).json()['device_profiles']
-        self.assertEqual(1, len(profiles))
-        # nova-conductor: ARQs, then bind each to the provider Placement
-        # picked for its group.
-        response = self.call('POST', '/v2/accelerator_requests',
-                             user_and_service, {'device_profile_name': name})
-        self.assertEqual(201, response.status_code, response.text)
-        arqs = response.json()['arqs']
-        instance = str(uuid.uuid4())
-        rp_uuid = self.deployables[0]['rp_uuid']
-        patch = {arq['uuid']: [
-            {'op': 'add', 'path': '/hostname', 'value': 'aio'},
-            {'op': 'add', 'path': '/device_rp_uuid', 'value': rp_uuid},
-            {'op': 'add', 'path': '/instance_uuid', 'value': instance}]
-            for arq in arqs}
-        response = self.call('PATCH', '/v2/accelerator_requests',
-                             user_and_service, patch)
-        self.assertEqual(202, response.status_code, response.text)
-        # nova-compute: poll until resolved.
-        query = ('/v2/accelerator_requests?instance=%s&bind_state=resolved'
-                 % instance)
-        for _ in range(300):
-            response = self.call('GET', query, user_and_service)
-            if response.status_code != 423:
-                break
-            time.sleep(0.1)
-        self.assertEqual(200, response.status_code, response.text)
-        bound = response.json()['arqs']
-        self.assertEqual({'Bound'}, {arq['state'] for arq in bound})
+        _instance, bound = nova.boot_and_delete(
+            self, self.aio.base, name, 'aio', self.deployables[0]['rp_uuid'])
         self.assertEqual('TEST_PCI', bound[0]['attach_handle_type'])
         self.assertIn('bus', bound[0]['attach_handle_info'])
-        # Another project does not see them.
-        other = {'X-User-Id': 'eve', 'X-Project-Id': 'other',
-                 'X-Roles': 'member,reader'}
-        response = self.call('GET', '/v2/accelerator_requests/%s'
-                             % arqs[0]['uuid'], other)
-        self.assertEqual(404, response.status_code)
-        # Instance deleted: nova-compute deletes its ARQs.
-        response = self.call('DELETE', '/v2/accelerator_requests?instance=%s'
-                             % instance, user_and_service)
-        self.assertEqual(204, response.status_code, response.text)
-        response = self.call('GET', '/v2/accelerator_requests?instance=%s'
-                             % instance, user_and_service)
-        self.assertEqual([], response.json()['arqs'])

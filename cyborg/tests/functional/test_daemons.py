@@ -4,6 +4,7 @@ a real database, the way a deployment runs them."""
 import os
 
 import fixtures
+import requests
 
 from cyborg.common import context
 from cyborg.db import hosts as db_hosts
@@ -11,10 +12,12 @@ from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests import services
 from cyborg.tests.functional import daemons
+from cyborg.tests.functional import nova
+from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional.test_hello import wait_for
 
 
-class _DaemonTests:
+class _Daemons:
 
     def setUp(self):
         super().setUp()
@@ -52,6 +55,9 @@ class _DaemonTests:
         except Exception:
             return None
 
+
+class _LivenessTests(_Daemons):
+
     def test_agent_registers_and_liveness_follows_it(self):
         conductor = self.start('conductor', 'ctl-1')
         agent = self.start('agent', 'cmp-1')
@@ -65,12 +71,73 @@ class _DaemonTests:
         self.assertIn('cmp-1', conductor.output())
 
 
-class DaemonsMySQLTest(_DaemonTests, base.TestCase):
+class DaemonsMySQLTest(_LivenessTests, base.TestCase):
     backend = 'mysql'
 
 
-class DaemonsPostgreSQLTest(_DaemonTests, base.TestCase):
+class DaemonsPostgreSQLTest(_LivenessTests, base.TestCase):
     backend = 'postgresql'
+
+
+class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
+    """Nova's boot sequence against cyborg-api, cyborg-conductor and
+    cyborg-agent as separate processes on RabbitMQ and MariaDB, with the
+    real Placement and a stand-in Nova that records the events."""
+
+    backend = 'mysql'
+
+    def config(self, name, host, **sections):
+        sections.setdefault('placement', {
+            'auth_type': 'admin_token', 'token': 'admin',
+            'endpoint': self.placement.endpoint})
+        sections.setdefault('nova', self.nova.config())
+        sections.setdefault('api', {'host_ip': '127.0.0.1',
+                                    'port': self.api_port,
+                                    'api_workers': 1})
+        sections.setdefault('DEFAULT', {}).update(auth_strategy='noauth')
+        return super().config(name, host, **sections)
+
+    def deployables(self):
+        response = requests.get(self.base + '/v2/deployables', timeout=10,
+                                headers={'X-Auth-Token': 'admin'})
+        self.assertEqual(200, response.status_code, response.text)
+        return [d for d in response.json()['deployables'] if d['rp_uuid']]
+
+    def test_nova_boot_sequence(self):
+        self.placement = self.useFixture(placement_fixture.Placement(
+            self.conf))
+        self.nova = nova.StandInNova().start(self)
+        self.api_port = daemons.free_port()
+        self.base = 'http://127.0.0.1:%d' % self.api_port
+        hostname = 'cmp-%s' % os.path.basename(self.tmp)[-8:]
+        # Nova made the compute node provider the devices hang under.
+        self.placement.create_compute_node(hostname)
+        self.start('conductor', 'ctl-1')
+        api = self.start('api', 'api-1')
+        self.start('agent', hostname)
+        daemons.wait_for_http(self.base + '/v2', daemon=api)
+        wait_for(self.deployables, timeout=60)
+        rp_uuid = self.deployables()[0]['rp_uuid']
+        profile = 'daemons-%s' % os.path.basename(self.tmp)[-6:]
+        response = requests.post(
+            self.base + '/v2/device_profiles', timeout=30,
+            headers={'X-Auth-Token': 'admin'},
+            json=[{'name': profile, 'groups': [{
+                'resources:FPGA': '1',
+                'trait:CUSTOM_FAKE_DEVICE': 'required'}]}])
+        self.assertEqual(201, response.status_code, response.text)
+
+        instance, bound = nova.boot_and_delete(self, self.base, profile,
+                                               hostname, rp_uuid)
+
+        self.assertEqual(hostname, bound[0]['hostname'])
+        self.assertEqual(rp_uuid, bound[0]['device_rp_uuid'])
+        self.assertEqual(
+            sorted(arq['uuid'] for arq in bound),
+            sorted(e['tag'] for e in self.nova.events_of(instance)))
+        for event in self.nova.events_of(instance):
+            self.assertEqual(('accelerator-request-bound', 'completed'),
+                             (event['name'], event['status']))
 
 
 class ConductorRefusesOldSchemaTest(base.TestCase):

@@ -3,15 +3,13 @@ a real database, with the fake driver's card as inventory and a stand-in
 Nova on a loopback port that records the external events it receives."""
 
 import concurrent.futures
-import json
-import threading
 import uuid as uuidlib
 
+from keystoneauth1 import loading as ks_loading
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from cyborg.accelerator.drivers.fake import driver as fake_driver
-from cyborg.api import server as api_server
 from cyborg.common import states
 from cyborg.conductor import binding
 from cyborg.conductor import reporting
@@ -20,6 +18,7 @@ from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 from cyborg.tests.functional.api import base
+from cyborg.tests.functional import nova
 
 PATH = '/v2/accelerator_requests'
 PROFILE = 'fpga-1'
@@ -27,49 +26,15 @@ GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}
 NOVA_USER = dict(base.MEMBER)
 
 
-class StandInNova:
-    """``POST /v2.1/os-server-external-events``, recorded; answers
-    ``status`` (200, or 207 with ``codes``)."""
-
-    def __init__(self):
-        self.events = []
-        self.status = 200
-        self.lock = threading.Lock()
-        self.server = api_server.WSGIServer(self, '127.0.0.1', 0, 4,
-                                            name='stand-in-nova')
-
-    def __call__(self, environ, start_response):
-        length = int(environ.get('CONTENT_LENGTH') or 0)
-        body = json.loads(environ['wsgi.input'].read(length) or b'{}')
-        with self.lock:
-            self.events.extend(body.get('events', []))
-        if self.status == 207:
-            answer = {'events': [dict(e, code=422)
-                                 for e in body.get('events', [])]}
-        else:
-            answer = body
-        start_response('%d Status' % self.status,
-                       [('Content-Type', 'application/json')])
-        return [json.dumps(answer).encode()]
-
-    @property
-    def endpoint(self):
-        return 'http://127.0.0.1:%d/v2.1' % self.server.port
-
-
 class _ARQTests:
 
     def setUp(self):
         super().setUp()
-        self.nova = StandInNova()
-        self.nova.server.start()
-        self.addCleanup(self.nova.server.stop)
-        from keystoneauth1 import loading as ks_loading
+        self.nova = nova.StandInNova().start(self)
         self.conf.register_opts(
             ks_loading.get_auth_plugin_conf_options('admin_token'),
             group='nova')
-        self.flags(auth_type='admin_token', token='nova-token',
-                   endpoint=self.nova.endpoint, group='nova')
+        self.flags(group='nova', **self.nova.config())
         self.hostname = 'host-%s' % uuidlib.uuid4().hex[:8]
         self.rp_uuid = self.seed_inventory(self.hostname)
         response = self.post('/v2/device_profiles',
