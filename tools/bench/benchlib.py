@@ -118,6 +118,9 @@ class Stack:
         CONF.set_override('auth_strategy', 'noauth')
         CONF.set_override('state_path', self.state_dir)
         CONF.set_override('host', 'bench-conductor')
+        # The seeded hosts report once and never again: they must not be
+        # marked down (and their devices reserved) while numbers are taken.
+        CONF.set_override('host_down_timeout', 24 * 3600, group='conductor')
         # Benchmarks print numbers, not every request Placement served.
         logging.getLogger().setLevel(logging.WARNING)
 

@@ -11,9 +11,20 @@ from cyborg import conf as cyborg_conf
 CONF = cyborg_conf.CONF
 
 
+# Where a request keeps its base URL once worked out: a list of a
+# thousand items makes two thousand links.
+_BASE_KEY = 'cyborg.base_url'
+
+
 def base_url(request):
     """The API's root URL, without a trailing slash."""
-    return (CONF.api.public_endpoint or request.application_url).rstrip('/')
+    environ = request.environ
+    base = environ.get(_BASE_KEY)
+    if base is None:
+        base = (CONF.api.public_endpoint
+                or request.application_url).rstrip('/')
+        environ[_BASE_KEY] = base
+    return base
 
 
 def make_link(request, rel, *parts):
