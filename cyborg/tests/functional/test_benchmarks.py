@@ -1,0 +1,38 @@
+"""The benchmarks in tools/bench/ run, on a small inventory, and print
+the numbers they promise; the real runs are in doc/source/admin."""
+
+import json
+import os
+import subprocess
+import sys
+
+import testtools
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
+                                   '..'))
+
+
+def run_bench(test, name, *args):
+    """The JSON object a benchmark prints last."""
+    result = subprocess.run(
+        [sys.executable, os.path.join(TOP, 'tools', 'bench', name), *args],
+        capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
+    test.assertEqual(0, result.returncode, result.stdout + result.stderr)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+class APIBenchmarkTest(testtools.TestCase):
+
+    def test_small_run(self):
+        numbers = run_bench(self, 'api', '--deployables', '20', '--lists',
+                            '3', '--window', '0.5', '--cycles', '6',
+                            '--concurrency', '2')
+        self.assertEqual(20, numbers['deployables'])
+        self.assertEqual(3, numbers['list']['n'])
+        self.assertEqual(3, numbers['cycle_sequential']['n'])
+        self.assertEqual(6, numbers['cycle_concurrent']['n'])
+        self.assertEqual(0, numbers['cycle_concurrent_errors'])
+        self.assertGreater(numbers['lists_per_s'], 0)
+        for key in ('p50_ms', 'p99_ms'):
+            self.assertGreater(numbers['list'][key], 0)
+            self.assertGreater(numbers['cycle_concurrent'][key], 0)
