@@ -8,12 +8,16 @@ report was not accepted, a heartbeat.
 
 import hashlib
 import json
+import os
+import tempfile
 import threading
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from cyborg.accelerator import drivers as accel_drivers
+from cyborg.accelerator.drivers import base as drivers_base
+from cyborg.common.clients import glance
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.conductor import rpcapi as conductor_rpcapi
@@ -163,11 +167,58 @@ class AgentManager:
         if self.registered:
             self._report(context)
 
+    # Device operations the conductor asks for while it binds ARQs or an
+    # operator programs a deployable. Failures come back as
+    # DriverOperationFailed with the reason.
+
+    def _capable_driver(self, operation, capability, driver_name=None):
+        """The loaded driver with ``capability`` (and ``driver_name``, the
+        entry point name or the one its deployables carry)."""
+        for name, driver in self.drivers.items():
+            if not isinstance(driver, capability):
+                continue
+            if driver_name in (None, name, driver.driver_name):
+                return driver
+        raise exception.DriverOperationFailed(
+            operation=operation, host=self.host,
+            reason='no enabled driver %scan do it (enabled: %s)' % (
+                '%s ' % driver_name if driver_name else '',
+                ', '.join(sorted(self.drivers)) or 'none'))
+
+    def _run(self, operation, function, *args):
+        try:
+            return function(*args)
+        except exception.CyborgException:
+            raise
+        except Exception as e:
+            LOG.warning('%s failed: %s', operation, e)
+            raise exception.DriverOperationFailed(
+                operation=operation, host=self.host, reason=str(e)) from e
+
     def fpga_program(self, context, controlpath_id, image_uuid, driver_name):
-        raise NotImplementedError('fpga_program')
+        """Download Glance image ``image_uuid`` and load it into the device
+        of ``controlpath_id`` with driver ``driver_name``."""
+        operation = 'Programming %s with image %s' % (
+            controlpath_id.get('cpid_info'), image_uuid)
+        driver = self._capable_driver(operation, drivers_base.Programmer,
+                                      driver_name)
+        with tempfile.TemporaryDirectory(prefix='cyborg-bitstream-') as tmp:
+            path = os.path.join(tmp, 'bitstream')
+            self._run(operation, glance.download, glance.connect(self.conf),
+                      image_uuid, path)
+            self._run(operation, driver.program, controlpath_id, path)
+        LOG.info('%s: done', operation)
+        return True
 
     def create_mdev(self, context, pci_address, mdev_type, mdev_uuid):
-        raise NotImplementedError('create_mdev')
+        operation = 'Creating mdev %s of type %s on %s' % (
+            mdev_uuid, mdev_type, pci_address)
+        driver = self._capable_driver(operation, drivers_base.MdevManager)
+        self._run(operation, driver.create_mdev, pci_address, mdev_type,
+                  mdev_uuid)
 
     def remove_mdev(self, context, pci_address, mdev_type, mdev_uuid):
-        raise NotImplementedError('remove_mdev')
+        operation = 'Removing mdev %s from %s' % (mdev_uuid, pci_address)
+        driver = self._capable_driver(operation, drivers_base.MdevManager)
+        self._run(operation, driver.remove_mdev, pci_address, mdev_type,
+                  mdev_uuid)

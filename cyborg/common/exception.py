@@ -224,4 +224,10 @@ class FPGAProgramError(CyborgException):
 
 # -- agent and drivers --
 
+class DriverOperationFailed(CyborgException):
+    """What the conductor asked an agent to do on a device failed."""
+
+    msg_fmt = _('%(operation)s failed on host %(host)s: %(reason)s')
+
+
 # -- conductor: reports, Placement, hosts --

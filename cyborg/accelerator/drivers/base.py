@@ -22,6 +22,9 @@ class AcceleratorDriver(abc.ABC):
     device_type = None
     #: Version of the driver, reported in the agent's hello.
     version = '1.0'
+    #: The ``driver_name`` its deployables carry, which the conductor
+    #: names when it asks the agent to act on one of them.
+    driver_name = None
 
     def __init__(self, conf):
         self.conf = conf
@@ -45,6 +48,33 @@ class AcceleratorDriver(abc.ABC):
         """
         return [hardware_entry(device.controlpath_id.cpid_info, device)
                 for device in self.discover()]
+
+
+class Programmer(abc.ABC):
+    """Capability of a driver that loads bitstreams into its devices."""
+
+    @abc.abstractmethod
+    def program(self, controlpath_id, image_path):
+        """Load the bitstream file ``image_path`` into the device whose
+        control path id is ``controlpath_id`` (a dict with ``cpid_type``
+        and ``cpid_info``); raise OperationFailed when it cannot."""
+
+
+class MdevManager(abc.ABC):
+    """Capability of a driver whose devices are shared as mdevs."""
+
+    @abc.abstractmethod
+    def create_mdev(self, pci_address, mdev_type, mdev_uuid):
+        """Create mdev ``mdev_uuid`` of ``mdev_type`` on the function at
+        ``pci_address``; nothing when it exists already."""
+
+    @abc.abstractmethod
+    def remove_mdev(self, pci_address, mdev_type, mdev_uuid):
+        """Remove mdev ``mdev_uuid``; nothing when it is gone already."""
+
+
+class OperationFailed(Exception):
+    """A driver could not do what it was asked; the message says why."""
 
 
 class NotReady(Exception):

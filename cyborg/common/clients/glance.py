@@ -1,12 +1,15 @@
 """Glance image metadata for FPGA programming, configured by [glance].
 
 The conductor asks Glance (images API v2) for one image by id, or for
-the one image whose property ``accel:function_id`` has a value, through
+the one image whose property ``accel:function_id`` has a value; the agent
+downloads the bitstream it programs. Both go through
 a keystoneauth adapter built from the [glance] session, auth and adapter
 options (endpoint from the catalog, or ``endpoint_override``). Unlike
 upstream there is no hard-coded ``clouds.yaml`` entry: without [glance]
 credentials every call fails with a GlanceUnavailable that says so.
 """
+
+import hashlib
 
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
@@ -33,9 +36,10 @@ def connect(conf):
         service_type=conf[GROUP].service_type or SERVICE_TYPE)
 
 
-def _get(client, url, params=None):
+def _get(client, url, params=None, stream=False):
     try:
-        response = client.get(url, params=params, raise_exc=False)
+        response = client.get(url, params=params, raise_exc=False,
+                              stream=stream)
     except ks_exceptions.ClientException as exc:
         raise exception.GlanceUnavailable(
             reason='GET %s: %s' % (url, exc)) from exc
@@ -67,3 +71,30 @@ def find_by_function_id(client, function_id):
         raise exception.ImageNotUnique(function_id=function_id,
                                        count=len(images))
     return images[0]
+
+
+def download(client, image_uuid, path, chunk_size=1 << 20):
+    """Write the data of image ``image_uuid`` to ``path``; when Glance
+    has a hash of it (``os_hash_algo``/``os_hash_value``, or the md5
+    ``checksum``) the data must match it."""
+    image = get_image(client, image_uuid)
+    algorithm, expected = image.get('os_hash_algo'), image.get(
+        'os_hash_value')
+    if not (algorithm and expected) and image.get('checksum'):
+        algorithm, expected = 'md5', image['checksum']
+    digest = hashlib.new(algorithm) if expected else None
+    url = '/v2/images/%s/file' % image_uuid
+    response = _get(client, url, stream=True)
+    if response.status_code in (204, 404):
+        raise exception.GlanceUnavailable(
+            reason='image %s has no data' % image_uuid)
+    with open(path, 'wb') as f:
+        for chunk in response.iter_content(chunk_size):
+            f.write(chunk)
+            if digest is not None:
+                digest.update(chunk)
+    if digest is not None and digest.hexdigest() != expected:
+        raise exception.GlanceUnavailable(
+            reason='the data of image %s does not match its %s hash' %
+            (image_uuid, algorithm))
+    return image

@@ -4,6 +4,7 @@ It reports one FPGA-typed card with 16 functions on every host, so the
 all-in-one and functional tests run the whole flow without hardware.
 """
 
+import hashlib
 import json
 import re
 
@@ -17,6 +18,8 @@ VENDOR_ID = '0xABCD'
 PRODUCT_ID = '0xabcd'
 RESOURCE_CLASS = 'FPGA'
 TRAIT = 'CUSTOM_FAKE_DEVICE'
+DRIVER_NAME = 'FAKEDRIVER'
+EMPTY_SHA256 = hashlib.sha256(b'').hexdigest()
 
 
 def _pci_info(function):
@@ -24,9 +27,26 @@ def _pci_info(function):
                       sort_keys=True)
 
 
-class FakeDriver(base.AcceleratorDriver):
+class FakeDriver(base.AcceleratorDriver, base.Programmer):
 
     device_type = 'FPGA'
+    driver_name = DRIVER_NAME
+
+    def __init__(self, conf):
+        super().__init__(conf)
+        #: {control path info: sha256 of the bitstream last loaded}
+        self.programmed = {}
+
+    def program(self, controlpath_id, image_path):
+        """Check what a real driver would, and remember the bitstream."""
+        info = controlpath_id.get('cpid_info')
+        if info != json.dumps(PCI_ADDRESS, sort_keys=True):
+            raise base.OperationFailed('no fake card at %s' % info)
+        with open(image_path, 'rb') as f:
+            digest = hashlib.sha256(f.read()).hexdigest()
+        if digest == EMPTY_SHA256:
+            raise base.OperationFailed('the bitstream is empty')
+        self.programmed[info] = digest
 
     def deployable_name(self):
         return re.sub(r'[^A-Za-z0-9_-]', '_', self.conf.host) + '_FakeDevice'
@@ -38,7 +58,7 @@ class FakeDriver(base.AcceleratorDriver):
                    for function in range(1, NUM_FUNCTIONS + 1)]
         deployable = dd.DriverDeployable(
             name=self.deployable_name(), num_accelerators=NUM_FUNCTIONS,
-            driver_name='FAKEDRIVER',
+            driver_name=DRIVER_NAME,
             attribute_list=[dd.DriverAttribute(key='rc',
                                                value=RESOURCE_CLASS),
                             dd.DriverAttribute(key='trait0', value=TRAIT)],

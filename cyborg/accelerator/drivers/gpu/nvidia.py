@@ -15,9 +15,12 @@ manages it), listed for several vGPU types, or bound to a host graphics
 driver such as nouveau is not offered whole; its VFs are never PGPUs.
 """
 
+import os
+
 from oslo_log import log as logging
 
 from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import privileged
 from cyborg.accelerator.common import records
 from cyborg.accelerator.drivers import base
 from cyborg.conf import drivers as drivers_conf
@@ -71,10 +74,11 @@ def read_vgpu_config(conf):
     return assigned, conflicts
 
 
-class NvidiaGpuDriver(base.SysfsPciDriver):
+class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
     """Entry point ``nvidia_gpu_driver``."""
 
     device_type = 'GPU'
+    driver_name = DRIVER_NAME
     vendors = (VENDOR_ID,)
 
     def __init__(self, conf):
@@ -145,3 +149,26 @@ class NvidiaGpuDriver(base.SysfsPciDriver):
                   vgpu_trait_name(function.product, mdev_name, type_id)]
         return records.deployable(self.host, function.address, VGPU, traits,
                                   handles, driver_name=DRIVER_NAME)
+
+    # mdevs, created when an ARQ for a vGPU is bound and removed when it is
+    # unbound, by writing to sysfs through privsep.
+
+    def create_mdev(self, pci_address, mdev_type, mdev_uuid):
+        if os.path.exists(self.reader.path(pci_address, mdev_uuid)):
+            return
+        create = self.reader.path(pci_address, 'mdev_supported_types',
+                                  mdev_type, 'create')
+        if not os.path.exists(create):
+            raise base.OperationFailed('%s has no vGPU type %s' % (
+                pci_address, mdev_type))
+        privileged.write_sysfs(self.reader.root, create, mdev_uuid)
+        LOG.info('Created mdev %s of type %s on %s', mdev_uuid, mdev_type,
+                 pci_address)
+
+    def remove_mdev(self, pci_address, mdev_type, mdev_uuid):
+        remove = self.reader.path(pci_address, mdev_uuid, 'remove')
+        if not os.path.exists(remove):
+            return
+        privileged.write_sysfs(self.reader.root, remove, '1')
+        LOG.info('Removed mdev %s of type %s from %s', mdev_uuid, mdev_type,
+                 pci_address)

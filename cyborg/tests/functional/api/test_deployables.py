@@ -4,17 +4,17 @@ reconciled by the conductor; FPGA programming meets a stand-in Glance
 (a WSGI app on a loopback port) and a stand-in agent (an RPC endpoint on
 the agent topic), which fake only the hardware side."""
 
+import hashlib
 import json
 from urllib import parse
 import uuid
 
-from keystoneauth1 import loading as ks_loading
 import oslo_messaging as messaging
 import sqlalchemy as sa
 import webob
 
+from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import manager as agent_manager
-from cyborg.api import server as api_server
 from cyborg.common import exception
 from cyborg.common import rpc
 from cyborg.conductor import placement_sync
@@ -23,6 +23,7 @@ from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional.api import base
+from cyborg.tests.functional import glance
 from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import test_reporting
 
@@ -75,35 +76,6 @@ class Inventory:
         return row
 
 
-class FakeGlance:
-    """Glance's images API v2, as far as cyborg reads it."""
-
-    def __init__(self):
-        self.images = {}
-        self.requests = []
-
-    def add(self, **properties):
-        image = dict(properties, id=str(uuid.uuid4()), status='active')
-        self.images[image['id']] = image
-        return image
-
-    def __call__(self, environ, start_response):
-        path = environ['PATH_INFO']
-        query = dict(parse.parse_qsl(environ.get('QUERY_STRING', '')))
-        self.requests.append((path, query))
-        status, body = '404 Not Found', {'message': 'not found'}
-        if path == '/v2/images':
-            status, body = '200 OK', {'images': [
-                image for image in self.images.values()
-                if all(image.get(k) == v for k, v in query.items())]}
-        elif path.startswith('/v2/images/'):
-            image = self.images.get(path.rsplit('/', 1)[1])
-            if image is not None:
-                status, body = '200 OK', image
-        start_response(status, [('Content-Type', 'application/json')])
-        return [json.dumps(body).encode()]
-
-
 class FakeAgent:
     """The agent's ``fpga_program`` endpoint; the hardware is faked."""
 
@@ -125,17 +97,7 @@ class ProgramStandIns:
     on ``hostname``."""
 
     def start_glance(self):
-        self.glance = FakeGlance()
-        server = api_server.WSGIServer(self.glance, '127.0.0.1', 0, 2,
-                                       name='test-glance')
-        server.start()
-        self.addCleanup(server.stop)
-        self.conf.register_opts(
-            ks_loading.get_auth_plugin_conf_options('admin_token'),
-            group='glance')
-        self.flags(auth_type='admin_token', token='admin',
-                   endpoint='http://127.0.0.1:%d' % server.port,
-                   group='glance')
+        self.glance = glance.FakeGlance().start(self)
 
     def start_agent(self, hostname):
         self.agent = FakeAgent()
@@ -469,6 +431,50 @@ class ProgramForBindTest(Inventory, ProgramStandIns,
         self.assertRaises(exception.ImageNotFound, self.bind,
                           **{'accel:bitstream_id': str(uuid.uuid4())})
         self.assertEqual([], self.agent.calls)
+
+
+class ProgramThroughAgentTest(Inventory, ProgramStandIns,
+                              base.APIResourceTestCase):
+    """``PATCH .../program`` down to a real agent with the fake driver,
+    which downloads the bitstream from Glance and loads it."""
+
+    def setUp(self):
+        super().setUp()
+        self.host = 'host-%s' % uuid.uuid4().hex[:12]
+        self.flags(host=self.host)
+        self.seed(fake_driver.FakeDriver(self.conf).discover(), self.host)
+        [self.fpga] = self.rows(models.Deployable)
+        self.start_glance()
+        self.agent = agent_manager.AgentManager(self.host, self.conf)
+        cyborg_fixtures.start_rpc_service(self, self.agent, rpc.AGENT_TOPIC,
+                                          self.host)
+        self.path = '/v2/deployables/%s/program' % self.fpga.uuid
+
+    def test_bitstream_is_downloaded_and_loaded(self):
+        data = b'\x00bitstream' * 1000
+        image = self.glance.add(data=data,
+                                **{'accel:function_id': FUNCTION_ID})
+        response = self.patch(self.path, program_body(image['id']))
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual(image['id'], response.json['bitstream_id'])
+        driver = self.agent.drivers['fake_driver']
+        self.assertEqual([hashlib.sha256(data).hexdigest()],
+                         list(driver.programmed.values()))
+        self.assertIn(NEW_TRAIT, self.traits(self.fpga.name))
+
+    def test_corrupt_download_is_refused(self):
+        image = self.glance.add(data=b'bitstream', os_hash_algo='sha512',
+                                os_hash_value='0' * 128)
+        response = self.patch(self.path, program_body(image['id']))
+        self.assert_error(response, 502, 'does not match')
+        self.assertEqual({}, self.agent.drivers['fake_driver'].programmed)
+        self.assertIsNone(self.deployable(self.fpga.name).bitstream_id)
+
+    def test_image_without_data_is_refused(self):
+        image = self.glance.add()
+        self.assert_error(self.patch(self.path, program_body(image['id'])),
+                          502, 'has no data')
+        self.assertIsNone(self.deployable(self.fpga.name).bitstream_id)
 
 
 class DeployablesMySQLTest(DeployablesTest):

@@ -1,10 +1,17 @@
 """nvidia_gpu_driver against captured-style sysfs trees."""
 
 import json
+import os
+import uuid
 
+import fixtures
+
+from cyborg.accelerator.common import privileged
 from cyborg.accelerator import drivers
+from cyborg.accelerator.drivers import base
 from cyborg.accelerator.drivers.gpu import nvidia
 from cyborg.conf import drivers as drivers_conf
+from cyborg import privsep
 from cyborg.tests.unit.accelerator import sysfs
 
 PREFIX = 'cmp-1_example_org_'
@@ -160,3 +167,60 @@ class NvidiaGpuDriverTest(sysfs.SysfsTestCase):
                               nvidia.NvidiaGpuDriver)
         self.assertEqual(('READY', 'GPU'),
                          (statuses[0].status, statuses[0].device_type))
+
+
+class MdevTest(sysfs.SysfsTestCase):
+    """Creating and removing mdevs writes the kernel's sysfs files
+    (through privsep, run in-process here)."""
+
+    GPU = '0000:3b:00.0'
+    TYPE = 'nvidia-222'
+    MDEV = '5e6c1a2b-3d4e-4f50-8a61-72b8c9d0e1f2'
+
+    def setUp(self):
+        super().setUp()
+        privsep.sys_admin_pctxt.set_client_mode(False)
+        self.addCleanup(privsep.sys_admin_pctxt.set_client_mode, True)
+        self.tree.add_card('tesla_t4', self.GPU)
+        self.tree.add_mdev_type(self.GPU, self.TYPE, 'GRID T4-1B', 16)
+        self.tree.write(self.GPU, 'mdev_supported_types/%s/create'
+                        % self.TYPE, '')
+        self.driver = nvidia.NvidiaGpuDriver(self.conf)
+
+    def test_create_writes_the_uuid(self):
+        self.driver.create_mdev(self.GPU, self.TYPE, self.MDEV)
+        self.assertEqual(self.MDEV, self.tree.read(
+            self.GPU, 'mdev_supported_types/%s/create' % self.TYPE))
+
+    def test_create_of_an_existing_mdev_does_nothing(self):
+        self.tree.write(self.GPU, '%s/remove' % self.MDEV, '')
+        self.driver.create_mdev(self.GPU, self.TYPE, self.MDEV)
+        self.assertEqual('', self.tree.read(
+            self.GPU, 'mdev_supported_types/%s/create' % self.TYPE))
+
+    def test_create_of_an_unknown_type_fails(self):
+        error = self.assertRaises(base.OperationFailed,
+                                  self.driver.create_mdev, self.GPU,
+                                  'nvidia-999', self.MDEV)
+        self.assertIn('nvidia-999', str(error))
+
+    def test_remove(self):
+        self.tree.write(self.GPU, '%s/remove' % self.MDEV, '')
+        self.driver.remove_mdev(self.GPU, self.TYPE, self.MDEV)
+        self.assertEqual('1', self.tree.read(self.GPU,
+                                             '%s/remove' % self.MDEV))
+        # Gone already: nothing to do.
+        self.driver.remove_mdev(self.GPU, self.TYPE, str(uuid.uuid4()))
+
+    def test_privileged_writes_stay_in_bounds(self):
+        root = self.conf.agent.sysfs_root
+        outside = self.useFixture(fixtures.TempDir()).join('create')
+        open(outside, 'w').close()
+        self.assertRaises(ValueError, privileged.write_sysfs, root,
+                          outside, 'x')
+        self.assertRaises(ValueError, privileged.write_sysfs, root,
+                          os.path.join(root, 'bus', 'create', '..', '..',
+                                       '..', outside.lstrip('/')), 'x')
+        name = self.tree.function_dir(self.GPU) + '/vendor'
+        self.assertRaises(ValueError, privileged.write_sysfs, root, name,
+                          'x')

@@ -1,0 +1,72 @@
+"""A stand-in Glance: the images API v2 as far as cyborg uses it (show,
+list by property, download), served on a loopback port."""
+
+import hashlib
+import json
+from urllib import parse
+import uuid
+
+from keystoneauth1 import loading as ks_loading
+
+from cyborg.api import server as api_server
+
+
+class FakeGlance:
+
+    def __init__(self):
+        self.images = {}
+        self.data = {}
+        self.requests = []
+
+    def add(self, data=None, **properties):
+        """A new active image; with ``data``, its bytes and their hash as
+        Glance records them."""
+        image = dict(properties, id=str(uuid.uuid4()), status='active')
+        if data is not None:
+            self.data[image['id']] = data
+            image.setdefault('os_hash_algo', 'sha512')
+            image.setdefault('os_hash_value',
+                             hashlib.sha512(data).hexdigest())
+            image['size'] = len(data)
+        self.images[image['id']] = image
+        return image
+
+    def __call__(self, environ, start_response):
+        path = environ['PATH_INFO']
+        query = dict(parse.parse_qsl(environ.get('QUERY_STRING', '')))
+        self.requests.append((path, query))
+        parts = path.strip('/').split('/')
+        status, body = '404 Not Found', {'message': 'not found'}
+        if parts == ['v2', 'images']:
+            status, body = '200 OK', {'images': [
+                image for image in self.images.values()
+                if all(image.get(k) == v for k, v in query.items())]}
+        elif parts[:2] == ['v2', 'images'] and len(parts) == 4 and (
+                parts[3] == 'file' and parts[2] in self.images):
+            if parts[2] not in self.data:
+                start_response('204 No Content', [])
+                return [b'']
+            start_response('200 OK', [
+                ('Content-Type', 'application/octet-stream')])
+            return [self.data[parts[2]]]
+        elif parts[:2] == ['v2', 'images'] and len(parts) == 3:
+            image = self.images.get(parts[2])
+            if image is not None:
+                status, body = '200 OK', image
+        start_response(status, [('Content-Type', 'application/json')])
+        return [json.dumps(body).encode()]
+
+    def start(self, test):
+        """Serve it until ``test`` ends; point ``test.conf``'s [glance]
+        at it."""
+        server = api_server.WSGIServer(self, '127.0.0.1', 0, 2,
+                                       name='test-glance')
+        server.start()
+        test.addCleanup(server.stop)
+        test.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='glance')
+        test.flags(auth_type='admin_token', token='admin',
+                   endpoint='http://127.0.0.1:%d' % server.port,
+                   group='glance')
+        return self

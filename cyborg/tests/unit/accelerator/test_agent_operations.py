@@ -1,0 +1,58 @@
+"""The agent's device operations pick the enabled driver that can do
+them, and report failures with the reason."""
+
+from cyborg.agent import manager as agent_manager
+from cyborg.common import context
+from cyborg.common import exception
+from cyborg import privsep
+from cyborg.tests.unit.accelerator import sysfs
+
+GPU = '0000:3b:00.0'
+TYPE = 'nvidia-222'
+MDEV = '5e6c1a2b-3d4e-4f50-8a61-72b8c9d0e1f2'
+CPID = {'cpid_type': 'PCI', 'cpid_info': '{"bus": "0c"}'}
+
+
+class AgentOperationsTest(sysfs.SysfsTestCase):
+
+    def setUp(self):
+        super().setUp()
+        privsep.sys_admin_pctxt.set_client_mode(False)
+        self.addCleanup(privsep.sys_admin_pctxt.set_client_mode, True)
+        self.ctx = context.get_admin_context()
+        self.tree.add_card('tesla_t4', GPU)
+        self.tree.add_mdev_type(GPU, TYPE, 'GRID T4-1B', 16)
+        self.tree.write(GPU, 'mdev_supported_types/%s/create' % TYPE, '')
+
+    def agent(self, *drivers):
+        self.flags(enabled_drivers=list(drivers), group='agent')
+        return agent_manager.AgentManager(self.HOST, self.conf)
+
+    def test_mdevs_go_to_the_gpu_driver(self):
+        agent = self.agent('fake_driver', 'nvidia_gpu_driver')
+        agent.create_mdev(self.ctx, GPU, TYPE, MDEV)
+        self.assertEqual(MDEV, self.tree.read(
+            GPU, 'mdev_supported_types/%s/create' % TYPE))
+        self.tree.write(GPU, '%s/remove' % MDEV, '')
+        agent.remove_mdev(self.ctx, GPU, TYPE, MDEV)
+        self.assertEqual('1', self.tree.read(GPU, '%s/remove' % MDEV))
+
+    def test_no_capable_driver(self):
+        agent = self.agent('fake_driver')
+        error = self.assertRaises(exception.DriverOperationFailed,
+                                  agent.create_mdev, self.ctx, GPU, TYPE,
+                                  MDEV)
+        self.assertIn('no enabled driver can do it (enabled: fake_driver)',
+                      str(error))
+        error = self.assertRaises(exception.DriverOperationFailed,
+                                  agent.fpga_program, self.ctx, CPID,
+                                  MDEV, 'NVIDIA')
+        self.assertIn('no enabled driver NVIDIA can do it', str(error))
+
+    def test_driver_failure_carries_the_reason(self):
+        agent = self.agent('nvidia_gpu_driver')
+        error = self.assertRaises(exception.DriverOperationFailed,
+                                  agent.create_mdev, self.ctx, GPU,
+                                  'nvidia-999', MDEV)
+        self.assertIn('has no vGPU type nvidia-999', str(error))
+        self.assertIn(self.HOST, str(error))
