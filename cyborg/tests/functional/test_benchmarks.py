@@ -8,6 +8,8 @@ import sys
 
 import testtools
 
+from cyborg.tests import services
+
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
                                    '..'))
 
@@ -36,3 +38,25 @@ class APIBenchmarkTest(testtools.TestCase):
         for key in ('p50_ms', 'p99_ms'):
             self.assertGreater(numbers['list'][key], 0)
             self.assertGreater(numbers['cycle_concurrent'][key], 0)
+
+
+class ReportStormBenchmarkTest(testtools.TestCase):
+
+    def test_small_storm_on_mariadb_and_rabbitmq(self):
+        transport = services.require(self, 'rabbit')
+        database = services.require(self, 'mysql')
+        numbers = run_bench(self, 'report_storm', '--hosts', '6',
+                            '--devices', '3', '--threads', '4',
+                            '--db-url', database, '--transport-url',
+                            transport)
+        self.assertEqual((6, 3, 'mysql'), (numbers['hosts'],
+                                           numbers['devices_per_host'],
+                                           numbers['database']))
+        self.assertGreater(numbers['consistent_s'], 0)
+        self.assertGreater(numbers['conductor_cpu_s'], 0)
+        self.assertGreater(numbers['db_writes_first'], 0)
+        # Three providers per host: created, inventory, traits.
+        self.assertGreaterEqual(numbers['placement_requests_first'], 6 * 9)
+        # An unchanged report costs nothing.
+        self.assertEqual(0, numbers['db_writes_unchanged'])
+        self.assertEqual(0, numbers['placement_requests_unchanged'])
