@@ -36,11 +36,13 @@ from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
 
 from cyborg.common import exception
+from cyborg.common import notifications
 from cyborg.conductor import placement_sync
 from cyborg.db import api as db_api
 from cyborg.db import devices as db_devices
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
+from cyborg.objects import notification
 
 LOG = logging.getLogger(__name__)
 
@@ -49,6 +51,9 @@ SYNC_ERRORS = (exception.PlacementError, ks_exceptions.ClientException,
                sdk_exceptions.SDKException)
 
 Diff = collections.namedtuple('Diff', 'added removed changed unchanged')
+
+# Device notifications: ``cyborg.device.<action>``.
+ADDED, REMOVED, CHANGED = 'added', 'removed', 'changed'
 
 
 def keyed_diff(old, new, old_key, new_key, differs=None):
@@ -117,6 +122,13 @@ def _cpid_info(device):
     return device.controlpath_id.cpid_info
 
 
+def _event(hostname, device, deployable_names):
+    return notification.DeviceEventPayload(
+        hostname=hostname, type=device.type, vendor=device.vendor,
+        model=device.model, cpid_type=device.controlpath_id.cpid_type,
+        cpid_info=_cpid_info(device), deployables=deployable_names)
+
+
 class _Place:
     """Where a reported deployable lives: its device and control path."""
 
@@ -132,6 +144,11 @@ class HostReconciler:
         self.context = context
         self.hostname = hostname
         self.counts = collections.Counter()
+        # {action: [DeviceEventPayload]}, notified after the commit; the
+        # control path ids of devices changed in any way; devices kept.
+        self.events = {ADDED: [], REMOVED: [], CHANGED: []}
+        self._changed = set()
+        self._kept_devices = set()
         self._arq_deployables = set()
         self._arq_handles = set()
 
@@ -152,10 +169,37 @@ class HostReconciler:
         kept = self._remove_deployables(diff.removed)
         for (node, (key, dep)), handles in zip(common, handle_diffs,
                                                strict=True):
-            self._update_deployable(node, places[key], dep, handles)
+            if self._update_deployable(node, places[key], dep, handles):
+                self._changed.add(key)
         self._add_deployables(diff.added, places)
         self._remove_devices(device_diff.removed, kept)
+        self._record_events(device_diff, devices)
         return self.counts
+
+    def _record_events(self, device_diff, devices):
+        """The devices added, removed and changed (themselves, or the
+        deployables, attributes or attach handles under them)."""
+        names = collections.defaultdict(list)
+        for device in devices:
+            names[_cpid_info(device)] = sorted(
+                dep.name for dep in _get(device, 'deployable_list', []))
+        added = {_cpid_info(device): device for device in device_diff.added}
+        for key, device in added.items():
+            self.events[ADDED].append(_event(self.hostname, device,
+                                             names[key]))
+        for node in device_diff.removed:
+            if node.device.id in self._kept_devices:
+                continue
+            self.events[REMOVED].append(notification.DeviceEventPayload(
+                hostname=self.hostname, type=node.device.type,
+                vendor=node.device.vendor, model=node.device.model,
+                cpid_type=node.cpid.cpid_type, cpid_info=node.cpid.cpid_info,
+                deployables=sorted(d.row.name for d in node.deployables)))
+        for device in devices:
+            key = _cpid_info(device)
+            if key in self._changed and key not in added:
+                self.events[CHANGED].append(_event(self.hostname, device,
+                                                   names[key]))
 
     # Devices and their control path ids
 
@@ -167,6 +211,7 @@ class HostReconciler:
                 node.cpid, {'cpid_type': values.pop('cpid_type')})
             db_devices.update_changed(node.device, values)
             self.counts['devices_changed'] += 1
+            self._changed.add(_cpid_info(device))
         for node, device in diff.changed + diff.unchanged:
             places[_cpid_info(device)] = _Place(node.device.id, node.cpid.id)
         places.update(self._add_devices(diff.added))
@@ -193,6 +238,7 @@ class HostReconciler:
 
     def _remove_devices(self, nodes, kept_deployables):
         keep = {node.device_node.device.id for node in kept_deployables}
+        self._kept_devices = keep
         gone = [n for n in nodes if n.device.id not in keep]
         db_devices.delete_ids(self.context, models.ControlpathID,
                               [n.cpid.id for n in gone])
@@ -227,6 +273,7 @@ class HostReconciler:
                         'is in use; it is kept until released',
                         node.row.name, self.hostname)
         gone = [n for n in nodes if n not in kept]
+        self._changed.update(n.device_node.cpid.cpid_info for n in gone)
         db_devices.delete_ids(self.context, models.AttachHandle,
                               [h.id for n in gone for h in n.handles])
         db_devices.delete_ids(self.context, models.Attribute,
@@ -238,6 +285,8 @@ class HostReconciler:
         return kept
 
     def _update_deployable(self, node, place, deployable, handle_diff):
+        """Apply one deployable's changes; whether there were any."""
+        before = sum(self.counts.values())
         if db_devices.update_changed(node.row, {
                 'num_accelerators': deployable.num_accelerators,
                 'driver_name': _get(deployable, 'driver_name'),
@@ -246,6 +295,7 @@ class HostReconciler:
             self.counts['deployables_changed'] += 1
         self._apply_attributes(node, _get(deployable, 'attribute_list', []))
         self._apply_handles(node, place, handle_diff)
+        return sum(self.counts.values()) != before
 
     def _apply_attributes(self, node, attributes):
         diff = keyed_diff(node.attributes, attributes, lambda a: a.key,
@@ -299,6 +349,7 @@ class HostReconciler:
                          for h in _get(dep, 'attach_handle_list', [])]
         db_devices.add(self.context, children)
         self.counts['deployables_added'] += len(rows)
+        self._changed.update(key for key, _dep in pairs)
 
     @staticmethod
     def _new_handle(deployable_id, place, handle):
@@ -308,7 +359,8 @@ class HostReconciler:
             attach_info=handle.attach_info, in_use=False)
 
 
-Pending = collections.namedtuple('Pending', 'host_id generation providers')
+Pending = collections.namedtuple('Pending',
+                                 'host_id generation providers events')
 
 
 @db_api.retry_on_deadlock
@@ -319,7 +371,8 @@ def reconcile(context, hostname, devices, report_hash):
     host = db_devices.lock_host(context, hostname)
     if report_hash and host.report_hash == report_hash:
         return None
-    counts = HostReconciler(context, hostname).apply(devices)
+    reconciler = HostReconciler(context, hostname)
+    counts = reconciler.apply(devices)
     generation = db_devices.start_report(context, host, report_hash)
     if +counts:
         LOG.info('Report of host %s applied: %s', hostname, ', '.join(
@@ -328,7 +381,17 @@ def reconcile(context, hostname, devices, report_hash):
         row.name, row.num_accelerators, attributes, disabled)
         for row, attributes, disabled
         in db_devices.get_providers(context, hostname)]
-    return Pending(host.id, generation, [p for p in providers if p])
+    return Pending(host.id, generation, [p for p in providers if p],
+                   reconciler.events)
+
+
+def notify_device_events(context, events):
+    """``cyborg.device.added``, ``.removed`` and ``.changed``, one per
+    device, once the report that made them is committed."""
+    for action, payloads in events.items():
+        for payload in payloads:
+            notifications.emit(context, 'device.%s' % action, 'INFO',
+                               payload)
 
 
 class Reporting:
@@ -348,6 +411,7 @@ class Reporting:
         pending = reconcile(context, hostname, devices, report_hash)
         if pending is None:
             return report_hash
+        notify_device_events(context, pending.events)
         try:
             self.sync.sync_host(hostname, pending.providers)
         except SYNC_ERRORS as e:

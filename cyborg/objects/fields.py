@@ -7,6 +7,7 @@ DateTimeField = fields.DateTimeField
 DictOfStringsField = fields.DictOfStringsField
 IntegerField = fields.IntegerField
 ListOfObjectsField = fields.ListOfObjectsField
+ListOfStringsField = fields.ListOfStringsField
 ObjectField = fields.ObjectField
 StringField = fields.StringField
 UUIDField = fields.UUIDField

@@ -237,6 +237,41 @@ class _ReportingTests:
                          [d.name for d in self.host_deployables()])
         self.assertIsNone(self.provider('%s_dev0' % self.hostname))
 
+    def device_events(self):
+        """(action, cpid_info, deployables) of the device notifications
+        sent, and forget them."""
+        found = []
+        for _ctx, message, priority, _retry in self.messaging.notifications:
+            if message['event_type'].startswith('cyborg.device.'):
+                self.assertEqual('INFO', priority)
+                payload = message['payload']['cyborg_object.data']
+                self.assertEqual(self.hostname, payload['hostname'])
+                found.append((message['event_type'].rsplit('.', 1)[1],
+                              json.loads(payload['cpid_info'])['function'],
+                              payload['deployables']))
+        del self.messaging.notifications[:]
+        return sorted(found)
+
+    def test_device_notifications(self):
+        self.messaging = self.useFixture(cyborg_fixtures.Messaging(
+            self, self.conf))
+        dev0 = '%s_dev0' % self.hostname
+        dev1 = '%s_dev1' % self.hostname
+        self.report([get_test_device(self.hostname),
+                     get_test_device(self.hostname, function=1)])
+        self.assertEqual([('added', '0', [dev0]), ('added', '1', [dev1])],
+                         self.device_events())
+        # Unchanged: nothing. Reprogrammed (new traits): changed.
+        self.report([get_test_device(self.hostname),
+                     get_test_device(self.hostname, function=1)])
+        self.assertEqual([], self.device_events())
+        self.report([get_test_device(self.hostname),
+                     get_test_device(self.hostname, function=1,
+                                     traits=('CUSTOM_FUNCTION_B',))])
+        self.assertEqual([('changed', '1', [dev1])], self.device_events())
+        self.report([get_test_device(self.hostname)])
+        self.assertEqual([('removed', '1', [dev1])], self.device_events())
+
     def test_stub_devices_are_ignored(self):
         self.report([get_test_device(self.hostname, stub=True)])
         self.assertEqual([], self.rows(models.Device))

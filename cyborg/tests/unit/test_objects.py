@@ -11,6 +11,7 @@ from cyborg.tests import base as test_base
 # add a line to its version history and update the hash here.
 EXPECTED_FINGERPRINTS = {
     'AgentHello': '1.0-5cbe9ade2abb4c56992eaa3b8cd3e4bf',
+    'DeviceEventPayload': '1.0-32d31cf92c3c35659867a89a285a4f58',
     'DriverAttachHandle': '1.0-901a3af18a826be07afeb34fa9a379cd',
     'DriverAttribute': '1.0-8b0258883e67fc59f2c5e5541bd52b43',
     'DriverControlPathID': '1.0-e14d12caa861fca270a0f0b29a60964e',

@@ -1,0 +1,24 @@
+"""Payloads of the conductor's versioned notifications about devices."""
+
+from cyborg.objects import base
+from cyborg.objects import fields
+
+
+@base.CyborgObjectRegistry.register
+class DeviceEventPayload(base.CyborgObject):
+    """A device of a host as a report added, removed or changed it
+    (``cyborg.device.added``, ``.removed``, ``.changed``)."""
+
+    # Version 1.0: initial version
+    VERSION = '1.0'
+
+    fields = {
+        'hostname': fields.StringField(),
+        'type': fields.StringField(nullable=True),
+        'vendor': fields.StringField(nullable=True),
+        'model': fields.StringField(nullable=True),
+        'cpid_type': fields.StringField(nullable=True),
+        'cpid_info': fields.StringField(),
+        # Names of its deployables, as the report has them.
+        'deployables': fields.ListOfStringsField(default=[]),
+    }
