@@ -21,6 +21,14 @@ def build_app(state_dir):
     conf([], project='placement', default_config_files=[])
     conf.set_override('auth_strategy', 'noauth2', group='api')
     conf.set_override('sync_on_startup', True, group='placement_database')
+    # noauth2's admin has no service role; let it reshape (cyborg sets
+    # many providers' inventories in one request), as a deployment
+    # lets its service users.
+    policy = os.path.join(state_dir, 'placement-policy.yaml')
+    with open(policy, 'w') as f:
+        f.write('"placement:reshaper:reshape": "role:admin or '
+                'role:service"\n')
+    conf.set_override('policy_file', policy, group='oslo_policy')
     placement_db_api.configure(conf)
     return _one_writer_at_a_time(placement_deploy.loadapp(conf))
 

@@ -11,6 +11,10 @@ LOG = logging.getLogger(__name__)
 def emit(context, event, priority, payload, publisher=None):
     """Send one notification; a broken notifier is logged, never raised."""
     from cyborg.conf import CONF
+    if not rpc.initialized():
+        # Tools that run conductor code without messaging.
+        LOG.debug('Messaging is not set up; cyborg.%s not sent', event)
+        return
     publisher = publisher or 'cyborg-conductor:%s' % CONF.host
     try:
         notifier = rpc.get_notifier(publisher)

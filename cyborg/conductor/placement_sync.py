@@ -84,6 +84,8 @@ class PlacementSync:
         # forgets them unless someone deletes them on purpose.
         self._classes = set()
         self._traits = set()
+        # Whether Placement has POST /reshaper (microversion 1.30).
+        self._reshaper = True
 
     @property
     def client(self):
@@ -104,27 +106,53 @@ class PlacementSync:
         current = {p['uuid']: p for p in placement.list_tree(
             self.client, root['uuid'], required=[OWNER_TRAIT])
             if p['uuid'] != root['uuid']}
+        generations = {}
         for provider in providers:
-            self._sync_provider(root['uuid'], current.pop(provider.uuid, None),
-                                provider)
+            self._ensure_names(provider)
+            existing = current.pop(provider.uuid, None)
+            if existing is None:
+                existing = self._create(root['uuid'], provider)
+            generations[provider.uuid] = existing['generation']
+        self._set_inventories(providers, generations)
+        for provider in providers:
+            self._retry_on_conflict(
+                provider.uuid, generations[provider.uuid],
+                lambda g, p=provider: placement.set_traits(
+                    self.client, p.uuid, g, p.traits))
         for stale in current.values():
             self._delete(stale)
 
-    def _sync_provider(self, root_uuid, current, provider):
-        self._ensure_names(provider)
-        if current is None:
-            current = self._create(root_uuid, provider)
-        inventories = {provider.resource_class: {
-            'total': provider.total, 'max_unit': provider.total,
-            'reserved': provider.total if provider.reserved else 0}}
-        generation = self._retry_on_conflict(
-            provider.uuid, current['generation'],
-            lambda g: placement.set_inventories(self.client, provider.uuid,
-                                                g, inventories))
-        self._retry_on_conflict(
-            provider.uuid, generation,
-            lambda g: placement.set_traits(self.client, provider.uuid, g,
-                                           provider.traits))
+    def _set_inventories(self, providers, generations):
+        """Every provider's inventory, in one request when there are
+        several; ``generations`` is updated."""
+        wanted = {p.uuid: {p.resource_class: {
+            'total': p.total, 'max_unit': p.total,
+            'reserved': p.total if p.reserved else 0}} for p in providers}
+        if len(providers) > 1 and self._reshaper:
+            try:
+                placement.set_many_inventories(self.client, {
+                    uuid: (generations[uuid], inventories)
+                    for uuid, inventories in wanted.items()})
+            except exception.PlacementError as e:
+                if e.kwargs.get('status') in (403, 404, 406):
+                    # A Placement older than microversion 1.30, or
+                    # credentials without the service role its policy
+                    # asks for: not again in this process.
+                    self._reshaper = False
+                    LOG.info('Inventories are set one provider at a time: '
+                             '%s', e)
+                else:
+                    LOG.debug('One request for %d inventories failed (%s);'
+                              ' setting them one by one', len(providers), e)
+            else:
+                for uuid in wanted:
+                    generations[uuid] += 1
+                return
+        for uuid, inventories in wanted.items():
+            generations[uuid] = self._retry_on_conflict(
+                uuid, generations[uuid],
+                lambda g, u=uuid, i=inventories: placement.set_inventories(
+                    self.client, u, g, i))
 
     def _ensure_names(self, provider):
         rc = provider.resource_class

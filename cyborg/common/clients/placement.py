@@ -108,6 +108,19 @@ def set_inventories(client, uuid, generation, inventories):
                         'resource_provider_generation']
 
 
+def set_many_inventories(client, inventories):
+    """Replace the inventories of several providers in one request
+    (``POST /reshaper``, with no allocation moved): ``inventories`` is
+    ``{uuid: (generation, {rc: inventory})}``. Each provider's generation
+    goes up by one."""
+    body = {'inventories': {
+        uuid: {'resource_provider_generation': generation,
+               'inventories': wanted}
+        for uuid, (generation, wanted) in inventories.items()},
+        'allocations': {}}
+    _request(client, 'POST', '/reshaper', '1.30', json=body)
+
+
 def set_traits(client, uuid, generation, traits):
     """Replace a provider's traits; returns its new generation."""
     body = {'resource_provider_generation': generation,

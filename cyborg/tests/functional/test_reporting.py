@@ -252,6 +252,37 @@ class _ReportingTests:
         del self.messaging.notifications[:]
         return sorted(found)
 
+    def inventory_requests(self):
+        return sorted((method, path.rsplit('/', 1)[-1])
+                      for method, path in self.placement.requests()
+                      if path.endswith(('/inventories', '/reshaper')))
+
+    def test_inventories_in_one_request(self):
+        devices = [get_test_device(self.hostname, function=f)
+                   for f in range(3)]
+        self.report(devices)
+        self.assertEqual([('POST', 'reshaper')], self.inventory_requests())
+        self.report([get_test_device(self.hostname, function=f, num=4)
+                     for f in range(3)])
+        self.assertEqual([('POST', 'reshaper')], self.inventory_requests())
+        for f in range(3):
+            self.assertEqual({'FPGA': (4, 4)}, self.provider(
+                '%s_dev%d' % (self.hostname, f))['inventories'])
+
+    def test_inventories_one_by_one_without_reshaper(self):
+        sync = placement_sync.PlacementSync(self.conf)
+        sync._reshaper = False
+        devices = [get_test_device(self.hostname, function=f)
+                   for f in range(2)]
+        self.placement.requests()
+        reporting.Reporting(self.conf, sync=sync).report(
+            self.ctx, self.hostname, devices,
+            agent_manager.report_hash(devices))
+        self.assertEqual([('PUT', 'inventories')] * 2,
+                         self.inventory_requests())
+        self.assertEqual({'FPGA': (16, 16)}, self.provider(
+            '%s_dev1' % self.hostname)['inventories'])
+
     def test_device_notifications(self):
         self.messaging = self.useFixture(cyborg_fixtures.Messaging(
             self, self.conf))
