@@ -30,6 +30,7 @@ LOG = logging.getLogger(__name__)
 OWNER_TRAIT = os_traits.OWNER_CYBORG
 GENERATION_CONFLICT = 'placement.concurrent_update'
 MAX_ATTEMPTS = 4
+RESHAPE_GENERATION_STEP = 2
 
 # ``reserved``: the whole inventory is reserved while the device is
 # disabled (status ``maintaining``), so nothing new is scheduled on it.
@@ -145,8 +146,12 @@ class PlacementSync:
                     LOG.debug('One request for %d inventories failed (%s);'
                               ' setting them one by one', len(providers), e)
             else:
+                # The reshaper writes each inventory twice (an interim
+                # and the final one), so each generation went up by two.
+                # Were that to change, the conflict retry of the traits
+                # re-reads it.
                 for uuid in wanted:
-                    generations[uuid] += 1
+                    generations[uuid] += RESHAPE_GENERATION_STEP
                 return
         for uuid, inventories in wanted.items():
             generations[uuid] = self._retry_on_conflict(

@@ -111,8 +111,7 @@ def set_inventories(client, uuid, generation, inventories):
 def set_many_inventories(client, inventories):
     """Replace the inventories of several providers in one request
     (``POST /reshaper``, with no allocation moved): ``inventories`` is
-    ``{uuid: (generation, {rc: inventory})}``. Each provider's generation
-    goes up by one."""
+    ``{uuid: (generation, {rc: inventory})}``."""
     body = {'inventories': {
         uuid: {'resource_provider_generation': generation,
                'inventories': wanted}

@@ -261,7 +261,14 @@ class _ReportingTests:
         devices = [get_test_device(self.hostname, function=f)
                    for f in range(3)]
         self.report(devices)
-        self.assertEqual([('POST', 'reshaper')], self.inventory_requests())
+        requests = self.placement.requests()
+        self.assertEqual([('POST', '/reshaper')],
+                         [r for r in requests if r[1].endswith(
+                             ('/inventories', '/reshaper'))])
+        # The traits follow with the right generations: no conflict, no
+        # re-read.
+        self.assertEqual(3, len([r for r in requests
+                                 if r[1].endswith('/traits')]))
         self.report([get_test_device(self.hostname, function=f, num=4)
                      for f in range(3)])
         self.assertEqual([('POST', 'reshaper')], self.inventory_requests())
