@@ -5,8 +5,10 @@ Placement with the whole inventory reserved, so nothing new lands on it
 while instances that use it keep running; enabling it releases the
 reservation. The report sync keeps that reservation (it builds the
 inventory from the device's status), so a later agent report does not
-undo it. When Placement cannot be reached the status is still recorded
-and the host is synced by the periodic task once Placement is back.
+undo it. With ``[conductor] reserve_down_hosts`` every device of a host
+that is down is reserved the same way until the host is back. When
+Placement cannot be reached the status is still recorded and the host is
+synced by the periodic task once Placement is back.
 """
 
 from oslo_log import log as logging
@@ -43,11 +45,27 @@ class Devices:
                  status)
         self.sync_host(context, hostname)
 
+    def host_status_changed(self, context, hostname):
+        """A host went down or came back: with ``[conductor]
+        reserve_down_hosts``, its inventory is reserved or released."""
+        if self.conf.conductor.reserve_down_hosts:
+            self.sync_host(context, hostname)
+
+    def _host_down(self, context, hostname):
+        if not self.conf.conductor.reserve_down_hosts:
+            return False
+        try:
+            return db_hosts.get_by_hostname(context,
+                                            hostname)[0].status == 'down'
+        except exception.HostNotFound:
+            return False
+
     def sync_host(self, context, hostname):
         """Placement shows the host's deployables as the database does;
         False (and the host marked pending) when Placement failed."""
+        down = self._host_down(context, hostname)
         providers = [placement_sync.wanted_provider(
-            row.name, row.num_accelerators, attributes, disabled)
+            row.name, row.num_accelerators, attributes, disabled or down)
             for row, attributes, disabled
             in db_devices.host_providers(context, hostname)]
         try:

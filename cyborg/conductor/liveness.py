@@ -21,9 +21,12 @@ def _host_object(row, drivers):
 
 class Liveness:
 
-    def __init__(self, conf):
+    def __init__(self, conf, on_status_change=None):
         self.conf = conf
         self._agents = None
+        # Called with (context, hostname) when a host goes down or
+        # comes back, after the notification.
+        self.on_status_change = on_status_change
 
     @property
     def agents(self):
@@ -69,7 +72,18 @@ class Liveness:
                         'and is now marked down', hostname, timeout)
             notifications.emit(context, 'host.down', 'ERROR',
                                self.get_host(context, hostname))
+            self._status_changed(context, hostname)
 
     def _came_back(self, context, host):
         LOG.warning('Host %s is up again', host.hostname)
         notifications.emit(context, 'host.up', 'INFO', host)
+        self._status_changed(context, host.hostname)
+
+    def _status_changed(self, context, hostname):
+        if self.on_status_change is None:
+            return
+        try:
+            self.on_status_change(context, hostname)
+        except Exception:
+            LOG.exception('Following the status of host %s failed',
+                          hostname)

@@ -36,12 +36,13 @@ class ConductorManager:
     def __init__(self, host, conf):
         self.host = host
         self.conf = conf
-        self.liveness = liveness.Liveness(conf)
+        self.devices = devices.Devices(conf)
+        self.liveness = liveness.Liveness(
+            conf, on_status_change=self.devices.host_status_changed)
         self.reporting = reporting.Reporting(conf)
         self.device_profiles = device_profiles.DeviceProfiles(conf)
         self.binding = binding.Binding(conf)
         self.inventory = inventory.Inventory(conf)
-        self.devices = devices.Devices(conf)
 
     def init_host(self):
         """Finish what a conductor that stopped mid-way left behind."""

@@ -13,6 +13,13 @@ opts = [
     cfg.IntOpt(
         'liveness_check_interval', default=10, min=1,
         help='Seconds between two checks for hosts that went silent.'),
+    cfg.BoolOpt(
+        'reserve_down_hosts', default=False,
+        help='Reserve the whole inventory of a host\'s accelerators in '
+             'Placement while the host is down, so that nothing new is '
+             'scheduled on a host whose agent went silent; the '
+             'reservation is released when the host is heard from again. '
+             'Instances already using them are not touched.'),
     cfg.IntOpt(
         'workers', default=16, min=1,
         help='Threads serving RPC requests in one conductor.'),

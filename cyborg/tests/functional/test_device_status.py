@@ -1,14 +1,19 @@
 """Disabling a device reserves its inventory in the real Placement; a
 later report keeps the reservation; enabling releases it; a Placement
-outage is caught up by the periodic retry."""
+outage is caught up by the periodic retry. Optionally, a host that is
+down has all of its inventory reserved."""
 
+import datetime
 import uuid
+
+from oslo_utils import timeutils
 
 from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import manager as agent_manager
 from cyborg.common import context
 from cyborg.common import exception
 from cyborg.conductor import devices as conductor_devices
+from cyborg.conductor import liveness
 from cyborg.conductor import placement_sync
 from cyborg.conductor import reporting
 from cyborg.db import api as db_api
@@ -19,7 +24,7 @@ from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import placement_fixture
 
 
-class DeviceStatusTest(base.TestCase):
+class _HostWithFakeCard(base.TestCase):
 
     def setUp(self):
         super().setUp()
@@ -50,6 +55,9 @@ class DeviceStatusTest(base.TestCase):
             '/resource_providers/%s/inventories' % self.rp_uuid)
         return body['inventories']['FPGA']
 
+
+class DeviceStatusTest(_HostWithFakeCard):
+
     def test_disable_reserves_and_enable_releases(self):
         self.assertEqual(0, self.inventory()['reserved'])
         self.status.set_status(self.ctx, self.device_uuid, 'maintaining')
@@ -78,3 +86,44 @@ class DeviceStatusTest(base.TestCase):
         self.status.retry_pending(self.ctx)
         self.assertEqual(16, self.inventory()['reserved'])
         self.assertEqual([], db_hosts.sync_pending_hosts(self.ctx))
+
+
+class DownHostReservationTest(_HostWithFakeCard):
+    """``[conductor] reserve_down_hosts``: a host marked down has its
+    inventory reserved until it is heard from again."""
+
+    def go_silent(self):
+        with db_api.writer.using(self.ctx) as session:
+            session.query(models.Host).filter_by(
+                hostname=self.hostname).update({
+                    'last_seen_at': timeutils.utcnow() -
+                    datetime.timedelta(hours=1)})
+
+    def liveness(self):
+        return liveness.Liveness(
+            self.conf, on_status_change=self.status.host_status_changed)
+
+    def test_down_host_is_reserved_until_it_comes_back(self):
+        self.flags(reserve_down_hosts=True, group='conductor')
+        self.go_silent()
+        self.liveness().check_hosts()
+        self.assertEqual('down', db_hosts.get_by_hostname(
+            self.ctx, self.hostname)[0].status)
+        self.assertEqual(16, self.inventory()['reserved'])
+        self.liveness().heartbeat(self.ctx, self.hostname)
+        self.assertEqual(0, self.inventory()['reserved'])
+
+    def test_a_disabled_device_stays_reserved_when_its_host_returns(self):
+        self.flags(reserve_down_hosts=True, group='conductor')
+        self.status.set_status(self.ctx, self.device_uuid, 'maintaining')
+        self.go_silent()
+        self.liveness().check_hosts()
+        self.liveness().heartbeat(self.ctx, self.hostname)
+        self.assertEqual(16, self.inventory()['reserved'])
+
+    def test_off_by_default(self):
+        self.go_silent()
+        self.liveness().check_hosts()
+        self.assertEqual('down', db_hosts.get_by_hostname(
+            self.ctx, self.hostname)[0].status)
+        self.assertEqual(0, self.inventory()['reserved'])
