@@ -108,6 +108,12 @@ def set_inventories(client, uuid, generation, inventories):
                         'resource_provider_generation']
 
 
+# Used when Placement has it; without it the caller falls back to
+# requests every supported Placement has (cyborg-status asks for those).
+RESHAPER_VERSION = '1.30'
+OPTIONAL_VERSIONS = (RESHAPER_VERSION,)
+
+
 def set_many_inventories(client, inventories):
     """Replace the inventories of several providers in one request
     (``POST /reshaper``, with no allocation moved): ``inventories`` is
@@ -117,7 +123,7 @@ def set_many_inventories(client, inventories):
                'inventories': wanted}
         for uuid, (generation, wanted) in inventories.items()},
         'allocations': {}}
-    _request(client, 'POST', '/reshaper', '1.30', json=body)
+    _request(client, 'POST', '/reshaper', RESHAPER_VERSION, json=body)
 
 
 def set_traits(client, uuid, generation, traits):

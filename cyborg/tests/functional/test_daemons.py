@@ -4,6 +4,9 @@ a real database, the way a deployment runs them."""
 import os
 
 import fixtures
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+import openstack
 import requests
 
 from cyborg.common import context
@@ -126,6 +129,15 @@ class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
                 'resources:FPGA': '1',
                 'trait:CUSTOM_FAKE_DEVICE': 'required'}]}])
         self.assertEqual(201, response.status_code, response.text)
+
+        # openstacksdk's accelerator proxy sees what the agent reported.
+        sdk = openstack.connection.Connection(
+            session=ks_session.Session(auth=token_endpoint.Token(
+                self.base, 'admin')),
+            accelerator_endpoint_override=self.base).accelerator
+        self.assertEqual([d['name'] for d in self.deployables()],
+                         [d.name for d in sdk.deployables()])
+        self.assertIn(profile, [p.name for p in sdk.device_profiles()])
 
         instance, bound = nova.boot_and_delete(self, self.base, profile,
                                                hostname, rp_uuid)
