@@ -8,12 +8,14 @@ from cyborg.conf import conductor
 from cyborg.conf import database
 from cyborg.conf import default
 from cyborg.conf import drivers
+from cyborg.conf import nic
 from cyborg.conf import services
 
 CONF = cfg.CONF
 
 default.register_opts(CONF)
 drivers.register_opts(CONF)
+nic.register_opts(CONF)
 api.register_opts(CONF)
 agent.register_opts(CONF)
 conductor.register_opts(CONF)

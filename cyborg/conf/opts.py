@@ -10,9 +10,11 @@ from cyborg.conf import conductor
 from cyborg.conf import database
 from cyborg.conf import default
 from cyborg.conf import drivers
+from cyborg.conf import nic
 from cyborg.conf import services
 
-_MODULES = (default, api, agent, conductor, database, services, drivers)
+_MODULES = (default, api, agent, conductor, database, services, drivers,
+            nic)
 
 
 def list_opts():

@@ -73,6 +73,18 @@ class MdevManager(abc.ABC):
         """Remove mdev ``mdev_uuid``; nothing when it is gone already."""
 
 
+class Installer(abc.ABC):
+    """Capability of a driver whose devices need a setup step before they
+    are handed out (the seed's driver "install"), run when an operator
+    provisions a v1 accelerator or marks a new device ready."""
+
+    @abc.abstractmethod
+    def setup(self, controlpath_id):
+        """Prepare the device whose control path id is ``controlpath_id``
+        (``{'cpid_type', 'cpid_info'}``); idempotent; raise
+        OperationFailed when it cannot."""
+
+
 class OperationFailed(Exception):
     """A driver could not do what it was asked; the message says why."""
 

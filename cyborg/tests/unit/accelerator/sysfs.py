@@ -204,3 +204,128 @@ class SysfsTestCase(base.TestCase):
     def rc(deployable):
         return [a.value for a in deployable.attribute_list
                 if a.key == 'rc'][0]
+
+
+# Intel Ethernet 700 and 800 series NICs besides x710 and e810 above.
+CARDS.update({
+    'xl710': Card('8086', '1583', '020000', 'i40e', '154c', 'iavf', 64),
+    'xxv710': Card('8086', '158b', '020000', 'i40e', '154c', 'iavf', 64),
+    'e810_cq': Card('8086', '1592', '020000', 'ice', '1889', 'iavf', 128),
+})
+
+
+def add_netdev(tree, address, name, mac='3c:fd:fe:00:00:01'):
+    """Give a function the network device ``name``, as its kernel driver
+    does: ``<function>/net/<name>/`` and the ``class/net/<name>`` link."""
+    path = os.path.join(tree.function_dir(address), 'net', name)
+    os.makedirs(path, exist_ok=True)
+    tree.write(address, 'net/%s/address' % name, mac + '\n')
+    tree.write(address, 'net/%s/operstate' % name, 'up\n')
+    tree._link(path, os.path.join(tree.root, 'class', 'net', name))
+    return path
+
+
+# FPGA cards besides pac_arria10 and the U200 above.
+CARDS.update({
+    'pac_d5005': Card('8086', '0b2b', '120000', 'dfl-pci', '0b2c',
+                      'vfio-pci', 1),
+    'pac_n3000': Card('8086', '0b30', '120000', 'dfl-pci', None, None,
+                      None),
+    'u250_mgmt': Card('10ee', '5004', '120000', 'xclmgmt', None, None,
+                      None),
+    'u250_user': Card('10ee', '5005', '120000', 'xocl', None, None, None),
+})
+
+
+def add_opae(tree, address, interface_id=None, afu_id=None,
+             driver='dfl-pci'):
+    """Write what an OPAE kernel driver shows below an Intel FPGA function.
+
+    ``interface_id``: the function has an FPGA management engine (FME,
+    a PF) with one PR region of that interface id. ``afu_id``: it has a
+    port whose AFU is that (a PF without VFs, or a VF). ``driver`` is
+    ``dfl-pci`` (in-kernel DFL: ``fpga_region/regionN/dfl-fme.N/
+    dfl-fme-region.N/fpga_region/regionM/compat_id`` and
+    ``fpga_region/regionN/dfl-port.N/afu_id``) or ``intel-fpga-pci``
+    (OPAE's older driver: ``fpga/intel-fpga-dev.N/intel-fpga-fme.N/pr/
+    interface_id`` and ``.../intel-fpga-port.N/afu_id``); the function is
+    bound to it. Instance numbers come from the address, so they are unique
+    in a tree.
+    """
+    address = pci.PciAddress.parse(str(address))
+    n = address.bus * 256 + address.device * 8 + address.function
+    tree.bind(address, driver)
+    if driver == 'dfl-pci':
+        top = 'fpga_region/region%d' % (2 * n)
+        fme = '%s/dfl-fme.%d' % (top, n)
+        pr = '%s/dfl-fme-region.%d/fpga_region/region%d/compat_id' % (
+            fme, n, 2 * n + 1)
+        port = '%s/dfl-port.%d' % (top, n)
+        class_link = os.path.join(tree.root, 'class', 'fpga_region',
+                                  'region%d' % (2 * n))
+    else:
+        top = 'fpga/intel-fpga-dev.%d' % n
+        fme = '%s/intel-fpga-fme.%d' % (top, n)
+        pr = fme + '/pr/interface_id'
+        port = '%s/intel-fpga-port.%d' % (top, n)
+        class_link = os.path.join(tree.root, 'class', 'fpga',
+                                  'intel-fpga-dev.%d' % n)
+    top_dir = os.path.join(tree.function_dir(address), top)
+    os.makedirs(top_dir, exist_ok=True)
+    tree._link(top_dir, class_link)
+    tree._link(tree.function_dir(address), os.path.join(top_dir, 'device'))
+    if interface_id is not None:
+        tree.write(address, fme + '/ports_num', '1\n')
+        tree.write(address, pr, interface_id + '\n')
+    if afu_id is not None:
+        tree.write(address, port + '/afu_id', afu_id + '\n')
+
+
+def add_alveo(tree, slot, model='u200', mgmt_driver=_DEFAULT,
+              user_driver=_DEFAULT):
+    """A Xilinx Alveo card in ``slot`` (``DDDD:BB:DD``): its management
+    function ``.0`` and user function ``.1``; returns their addresses."""
+    mgmt, user = pci.PciAddress.parse(slot + '.0'), pci.PciAddress.parse(
+        slot + '.1')
+    tree.add_card(model + '_mgmt', mgmt, driver=mgmt_driver)
+    tree.add_card(model + '_user', user, driver=user_driver)
+    return mgmt, user
+
+
+class FakeTool(fixtures.Fixture):
+    """A command-line tool (such as ``fpgaconf``) replaced by a shell
+    script first on PATH, with privsep run in-process.
+
+    The script records its arguments, one a line, in :attr:`argv_file`,
+    then runs ``body`` (shell; by default it succeeds). :meth:`argv` reads
+    them back, None if the tool never ran.
+    """
+
+    def __init__(self, name, body='echo done'):
+        super().__init__()
+        self.name = name
+        self.body = body
+
+    def _setUp(self):
+        from cyborg import privsep  # here: this file's helpers are appended
+        privsep.sys_admin_pctxt.set_client_mode(False)
+        self.addCleanup(privsep.sys_admin_pctxt.set_client_mode, True)
+        self.bin_dir = self.useFixture(fixtures.TempDir()).path
+        self.argv_file = os.path.join(self.bin_dir, self.name + '.argv')
+        self.useFixture(fixtures.EnvironmentVariable(
+            'PATH', os.pathsep.join([self.bin_dir,
+                                     os.environ.get('PATH', os.defpath)])))
+        self.set_body(self.body)
+
+    def set_body(self, body):
+        path = os.path.join(self.bin_dir, self.name)
+        with open(path, 'w') as f:
+            f.write('#!/bin/sh\nprintf "%%s\\n" "$@" > "%s"\n%s\n'
+                    % (self.argv_file, body))
+        os.chmod(path, 0o755)
+
+    def argv(self):
+        if not os.path.exists(self.argv_file):
+            return None
+        with open(self.argv_file) as f:
+            return f.read().splitlines()

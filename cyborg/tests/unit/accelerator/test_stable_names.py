@@ -13,6 +13,7 @@ import re
 
 from cyborg.accelerator import drivers
 from cyborg.conf import drivers as drivers_conf
+from cyborg.conf import nic as nic_conf
 from cyborg.tests.unit.accelerator import sysfs
 
 DOC = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..', 'doc',
@@ -39,6 +40,26 @@ CONTRACT = {
         'CUSTOM_QAT_CRYPTO': 'CUSTOM_QAT_CRYPTO',
         'CUSTOM_QAT_COMPRESSION': 'CUSTOM_QAT_COMPRESSION',
         'CUSTOM_QAT_PRODUCT_ID_<PID>': 'CUSTOM_QAT_PRODUCT_ID_37C8'},
+    'intel_nic_driver': {
+        'CUSTOM_NIC': 'CUSTOM_NIC',
+        'CUSTOM_PF': 'CUSTOM_PF',
+        'CUSTOM_VF': 'CUSTOM_VF',
+        'CUSTOM_NIC_INTEL': 'CUSTOM_NIC_INTEL',
+        'CUSTOM_NIC_PRODUCT_ID_<PID>': 'CUSTOM_NIC_PRODUCT_ID_1572',
+        'CUSTOM_<PHYSNET>': 'CUSTOM_PHYSNET1',
+        'CUSTOM_<FUNCTION>': 'CUSTOM_GTPV1'},
+    'intel_fpga_driver': {
+        'FPGA': 'FPGA',
+        'CUSTOM_FPGA_INTEL': 'CUSTOM_FPGA_INTEL',
+        'CUSTOM_FPGA_INTEL_<PRODUCT>': 'CUSTOM_FPGA_INTEL_PAC_ARRIA10',
+        'CUSTOM_FPGA_REGION_INTEL_<INTERFACE_ID>':
+            'CUSTOM_FPGA_REGION_INTEL_CE48969398F05F33946D560708BE108A',
+        'CUSTOM_FPGA_FUNCTION_ID_INTEL_<AFU_ID>':
+            'CUSTOM_FPGA_FUNCTION_ID_INTEL_D8424DC4A4A3C413F89E433683F9040B'},
+    'xilinx_fpga_driver': {
+        'FPGA': 'FPGA',
+        'CUSTOM_FPGA_XILINX': 'CUSTOM_FPGA_XILINX',
+        'CUSTOM_FPGA_PRODUCT_ID_<PID>': 'CUSTOM_FPGA_PRODUCT_ID_5000'},
 }
 
 
@@ -56,6 +77,19 @@ class StableNamesTest(sysfs.SysfsTestCase):
         self.flags(group='vgpu_nvidia-222', device_addresses=['af:00.0'])
         self.flags(group='pci', passthrough_whitelist=[
             '{"vendor_id": "10de", "address": "*:3b:00.0"}'])
+        self.tree.add_card('x710', '0000:18:00.0', vfs=2)
+        self.tree.add_card('x710', '0000:18:00.1', driver='vfio-pci')
+        sysfs.add_netdev(self.tree, '0000:18:00.0', 'ens1f0')
+        self.flags(group='nic_devices', enabled_nic_types=['x710_static'])
+        nic_conf.register_nic_type_opts(self.conf, 'x710_static')
+        self.flags(group='x710_static',
+                   physical_device_mappings=['physnet1:ens1f0'],
+                   function_device_mappings=['GTPv1:ens1f0'])
+        self.tree.add_card('pac_arria10', '0000:5e:00.0')
+        sysfs.add_opae(self.tree, '0000:5e:00.0',
+                       'ce48969398f05f33946d560708be108a',
+                       'd8424dc4a4a3c413f89e433683f9040b')
+        sysfs.add_alveo(self.tree, '0000:86:00')
 
     def test_names_are_the_documented_ones(self):
         loaded, _statuses = drivers.load(sorted(CONTRACT), self.conf)
