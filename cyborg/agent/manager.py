@@ -1,9 +1,17 @@
 """The agent's RPC endpoints and its conversation with the conductor.
 
-Every heartbeat interval the agent runs discovery with all its drivers and
-hashes the result; when the hash differs from the last one the conductor
-accepted it sends the report (``report_data``), otherwise, or when the
-report was not accepted, a heartbeat.
+Three things make the agent look at its hardware: its start (after the
+hello), a udev event on a PCI function or mdev (:mod:`cyborg.agent.udev`,
+on the real ``/sys`` only) and the periodic rescan (``[agent]
+rescan_interval``). Each runs discovery with all drivers and hashes the
+result; a report (``report_data``) goes to the conductor only when the hash
+differs from the last one the conductor accepted. The heartbeat (``[agent]
+heartbeat_interval``) runs no discovery: it is a cast, or the resend of a
+report the conductor has not taken yet.
+
+The last accepted report is kept in ``[agent] state_file``
+(:mod:`cyborg.agent.state`), so a restarted agent whose hardware did not
+change sends nothing but its hello and heartbeats.
 """
 
 import hashlib
@@ -16,6 +24,9 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from cyborg.accelerator import drivers as accel_drivers
+from cyborg.agent import admin
+from cyborg.agent import state as agent_state
+from cyborg.agent import udev
 from cyborg.accelerator.drivers import base as drivers_base
 from cyborg.common.clients import glance
 from cyborg.common import context as cyborg_context
@@ -46,23 +57,36 @@ def report_hash(devices):
     return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
-class AgentManager:
+def _has_reports(host):
+    """Whether the conductor's record of us (the hello's answer) holds a
+    report of ours."""
+    return (isinstance(host, host_obj.Host)
+            and host.obj_attr_is_set('report_generation')
+            and host.report_generation > 0)
+
+
+class AgentManager(admin.AdminEndpoints):
     """Endpoints of topic ``cyborg-agent``; see rpcapi for versions."""
 
-    RPC_API_VERSION = '1.1'
+    RPC_API_VERSION = '1.3'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, conf):
         self.host = host
         self.conf = conf
         self.drivers, self.driver_statuses = accel_drivers.load(
-            conf.agent.enabled_drivers, conf)
+            admin.enabled_drivers(conf), conf)
         self._conductor = None
         self._registered = threading.Event()
         self._lock = threading.Lock()
         self._report_lock = threading.Lock()
+        self._watcher = None
+        # (hash, devices) of a report the conductor has not accepted yet.
+        self._pending = None
+        self._state = agent_state.load(conf.agent.state_file, host,
+                                       report_hash)
         # The hash of the last report the conductor accepted.
-        self.accepted_hash = None
+        self.accepted_hash = self._state and self._state.trusted_hash
 
     @property
     def conductor(self):
@@ -72,8 +96,25 @@ class AgentManager:
             self._conductor = conductor_rpcapi.ConductorAPI()
         return self._conductor
 
+    def init_host(self):
+        self._watcher = udev.start(self.conf.agent.sysfs_root,
+                                   self._rescan)
+        if self._watcher is None and not self.conf.agent.rescan_interval:
+            LOG.warning('Neither udev events nor a periodic rescan: '
+                        'hardware changes are found only when the '
+                        'conductor asks for a discovery or the agent '
+                        'restarts')
+
+    def del_host(self):
+        if self._watcher is not None:
+            self._watcher.stop()
+            self._watcher = None
+
     def periodic_tasks(self):
-        return [(self.conf.agent.heartbeat_interval, self.keep_alive)]
+        tasks = [(self.conf.agent.heartbeat_interval, self.keep_alive)]
+        if self.conf.agent.rescan_interval:
+            tasks.append((self.conf.agent.rescan_interval, self._rescan))
+        return tasks
 
     def _call_timeout(self):
         """How long a hello or report waits for the conductor.
@@ -86,50 +127,95 @@ class AgentManager:
         return max(2 * self.conf.agent.heartbeat_interval, 10)
 
     def keep_alive(self):
-        """Say hello until the conductor has us, then report what changed
-        or send a heartbeat."""
+        """The heartbeat task: say hello until the conductor has us (then
+        report what it misses), resend a report it has not taken yet, or
+        send a heartbeat. No discovery unless we just said hello."""
         context = cyborg_context.get_admin_context()
         if not self._registered.is_set():
             if self._hello(context):
                 self._report(context)
-        elif not self._report(context):
+        elif not self._resend(context):
             self.conductor.agent_heartbeat(context, self.host)
 
-    def _report(self, context):
-        """Send the devices if they changed since the last accepted report;
-        True if sent and accepted."""
+    def _rescan(self):
+        """Discovery, and a report only if it found something new (the
+        rescan task, and what a udev event triggers)."""
+        if not self._registered.is_set():
+            # The hello the next heartbeat sends comes with a report.
+            return
+        self._report(cyborg_context.get_admin_context(), resend=False)
+
+    def _report(self, context, resend=True):
+        """Discover and send the devices if they changed since the last
+        accepted report; True if sent and accepted. With ``resend``
+        False, a report equal to the pending one is left to the heartbeat.
+        """
         with self._report_lock:
             devices = self.get_hardware(context)
             digest = report_hash(devices)
             if digest == self.accepted_hash:
+                self._pending = None
                 return False
-            try:
-                accepted = self.conductor.report_data(
-                    context, self.host, devices, digest,
-                    timeout=self._call_timeout())
-            except exception.HostNotFound:
-                LOG.info('The conductor does not know us; saying hello again')
-                self._registered.clear()
+            if not resend and self._pending and self._pending[0] == digest:
                 return False
-            except messaging.MessagingException as e:
-                LOG.warning('The conductor did not take our report (%s); '
-                            'sending it again later', e)
-                return False
-            if accepted != digest:
-                LOG.info('The conductor will take our report again later')
-                return False
-            self.accepted_hash = digest
-            LOG.info('Reported %d devices to the conductor', len(devices))
-            return True
+            return self._send(context, digest, devices)
 
-    def _hello(self, context):
+    def _resend(self, context):
+        """Send the pending report again; True if now accepted."""
+        with self._report_lock:
+            if self._pending is None:
+                return False
+            return self._send(context, *self._pending)
+
+    def _send(self, context, digest, devices):
+        try:
+            accepted = self.conductor.report_data(
+                context, self.host, devices, digest,
+                timeout=self._call_timeout())
+        except exception.HostNotFound:
+            LOG.info('The conductor does not know us; saying hello again')
+            self._registered.clear()
+            self._pending = None
+            return False
+        except messaging.MessagingException as e:
+            LOG.warning('The conductor did not take our report (%s); '
+                        'sending it again later', e)
+            self._unconfirmed(digest, devices)
+            return False
+        if accepted != digest:
+            LOG.info('The conductor will take our report again later')
+            self._unconfirmed(digest, devices)
+            return False
+        self.accepted_hash = digest
+        self._pending = None
+        self._save(agent_state.AgentState(
+            host=self.host, report_hash=digest, devices=tuple(devices)))
+        LOG.info('Reported %d devices to the conductor', len(devices))
+        return True
+
+    def _unconfirmed(self, digest, devices):
+        """The conductor may or may not hold ``digest`` now: keep it to
+        send again, and let a restart send a full report."""
+        self._pending = (digest, devices)
+        if self._state is None or self._state.unconfirmed is None:
+            self._save(agent_state.AgentState(
+                host=self.host,
+                report_hash=self._state and self._state.report_hash,
+                devices=self._state.devices if self._state else (),
+                unconfirmed=digest))
+
+    def _save(self, state):
+        self._state = state
+        agent_state.save(self.conf.agent.state_file, state)
+
+    def _hello(self, context, full_report=False):
         with self._lock:
             hello = host_obj.AgentHello(
                 hostname=self.host, status='READY', endpoint=self.host,
                 version=version.version_string(),
                 drivers=self.driver_statuses)
             try:
-                self.conductor.agent_hello(
+                host = self.conductor.agent_hello(
                     context, hello,
                     timeout=self._call_timeout())
             except messaging.MessagingException as e:
@@ -137,8 +223,10 @@ class AgentManager:
                             'trying again in %d seconds', e,
                             self.conf.agent.heartbeat_interval)
                 return False
-            # A conductor that lost track of us must get a full report.
-            self.accepted_hash = None
+            if full_report or not _has_reports(host):
+                # A conductor that asks, or lost track of us (a new
+                # database), gets a full report.
+                self.accepted_hash = None
             self._registered.set()
             LOG.info('Registered with the conductor as %s', self.host)
             return True
@@ -150,8 +238,11 @@ class AgentManager:
     # RPC endpoints
 
     def say_hello(self, context):
+        """The conductor asks us to register again: it gets a full
+        report."""
         self._registered.clear()
-        self._hello(context)
+        if self._hello(context, full_report=True):
+            self._report(context)
 
     def get_hardware(self, context):
         devices = []
@@ -164,8 +255,6 @@ class AgentManager:
 
     def discover(self, context):
         self.say_hello(context)
-        if self.registered:
-            self._report(context)
 
     # Device operations the conductor asks for while it binds ARQs or an
     # operator programs a deployable. Failures come back as

@@ -7,16 +7,27 @@ Version history:
   ``discover`` (cast, to one host or fanout to all).
 * 1.1 - Device operations, all calls to one host: ``fpga_program``,
   ``create_mdev``, ``remove_mdev``.
+* 1.2 - ``setup_device`` (call): a driver's setup step for one device,
+  when the conductor provisions a v1 accelerator.
+* 1.3 - Generic-driver operations, all calls to one host:
+  ``install_driver``, ``uninstall_driver``, ``update_driver``,
+  ``driver_devices``, ``discover_now``.
 """
 
 
 from cyborg.common import rpc
 
+#: Seconds the conductor waits for an agent to download and load a
+#: bitstream: flashing an Alveo card's base image takes minutes (the
+#: privileged helper gives xbmgmt 30 minutes), far beyond the default RPC
+#: timeout.
+PROGRAM_TIMEOUT = 1800
+
 
 class AgentAPI:
     """What the conductor asks of agents."""
 
-    RPC_API_VERSION = '1.1'
+    RPC_API_VERSION = '1.3'
 
     def __init__(self, topic=rpc.AGENT_TOPIC):
         self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
@@ -44,7 +55,8 @@ class AgentAPI:
         """Program the FPGA behind ``controlpath_id`` (``{'cpid_type',
         'cpid_info'}``) on ``hostname`` with the Glance image
         ``image_uuid``, using driver ``driver_name``."""
-        cctxt = self.client.prepare(server=hostname, version='1.1')
+        cctxt = self.client.prepare(server=hostname, version='1.1',
+                                    timeout=PROGRAM_TIMEOUT)
         return cctxt.call(context, 'fpga_program',
                           controlpath_id=controlpath_id,
                           image_uuid=image_uuid, driver_name=driver_name)
@@ -63,3 +75,44 @@ class AgentAPI:
         cctxt = self.client.prepare(server=hostname, version='1.1')
         return cctxt.call(context, 'remove_mdev', pci_address=pci_address,
                           mdev_type=mdev_type, mdev_uuid=mdev_uuid)
+
+    def setup_device(self, context, hostname, controlpath_id, driver_name):
+        """Run the setup step of driver ``driver_name`` for the device of
+        ``controlpath_id`` on ``hostname`` (nothing if it has none)."""
+        cctxt = self.client.prepare(server=hostname, version='1.2')
+        return cctxt.call(context, 'setup_device',
+                          controlpath_id=controlpath_id,
+                          driver_name=driver_name)
+
+    def install_driver(self, context, hostname, name, timeout=None):
+        """Load and enable driver ``name`` on ``hostname``; returns its
+        HostDriver status."""
+        cctxt = self.client.prepare(server=hostname, version='1.3',
+                                    timeout=timeout)
+        return cctxt.call(context, 'install_driver', name=name)
+
+    def uninstall_driver(self, context, hostname, name, timeout=None):
+        """Unload driver ``name`` on ``hostname``."""
+        cctxt = self.client.prepare(server=hostname, version='1.3',
+                                    timeout=timeout)
+        return cctxt.call(context, 'uninstall_driver', name=name)
+
+    def update_driver(self, context, hostname, name, timeout=None):
+        """Reload driver ``name`` on ``hostname`` with its current
+        configuration; returns its HostDriver status."""
+        cctxt = self.client.prepare(server=hostname, version='1.3',
+                                    timeout=timeout)
+        return cctxt.call(context, 'update_driver', name=name)
+
+    def driver_devices(self, context, hostname, name, timeout=None):
+        """Control path infos of the devices driver ``name`` finds."""
+        cctxt = self.client.prepare(server=hostname, version='1.3',
+                                    timeout=timeout)
+        return cctxt.call(context, 'driver_devices', name=name)
+
+    def discover_now(self, context, hostname, timeout=None):
+        """Discovery on ``hostname``, answered once reported:
+        ``{'registered', 'devices', 'deployables'}``."""
+        cctxt = self.client.prepare(server=hostname, version='1.3',
+                                    timeout=timeout)
+        return cctxt.call(context, 'discover_now')

@@ -94,6 +94,11 @@ class DriverNotFound(NotFound):
     msg_fmt = _('Accelerator driver %(name)s could not be found.')
 
 
+class DriverNotInstalled(NotFound):
+    msg_fmt = _('Accelerator driver %(driver)s is not installed on host '
+                '%(host)s.')
+
+
 class Conflict(CyborgException):
     msg_fmt = _('Conflict.')
     code = http.CONFLICT
@@ -220,6 +225,84 @@ class FPGAProgramError(CyborgException):
     msg_fmt = _('Programming deployable %(deployable)s on host %(host)s '
                 'failed: %(reason)s')
     code = http.BAD_GATEWAY
+
+
+# -- accelerators (v1) --
+
+class AcceleratorNotFound(NotFound):
+    msg_fmt = _('Accelerator %(accelerator)s could not be found.')
+
+
+class DuplicateAccelerator(Conflict):
+    msg_fmt = _('An accelerator %(accelerator)s already exists.')
+
+
+class NoFreeDeployable(Conflict):
+    msg_fmt = _('No free deployable can be provisioned as accelerator '
+                '%(accelerator)s: every deployable of an enabled device on '
+                'a host that is up is claimed or in use.')
+
+
+class SpecConflict(Conflict):
+    msg_fmt = _('The spec of accelerator %(accelerator)s is no longer at '
+                'version %(version)s: someone changed it first. Read it '
+                'again and retry.')
+
+
+class AcceleratorBusy(Conflict):
+    msg_fmt = _('Accelerator %(accelerator)s cannot be attached: '
+                '%(reason)s.')
+
+
+class AcceleratorNotAttached(Conflict):
+    msg_fmt = _('Accelerator %(accelerator)s is not attached.')
+
+
+class AcceleratorAllocated(Conflict):
+    msg_fmt = _('Accelerator %(accelerator)s cannot be detached while '
+                'allocations use it: %(holders)s.')
+
+
+class DeviceSetupFailed(CyborgException):
+    """The agent could not set a device up before enabling it (502)."""
+
+    msg_fmt = _('Setting up device %(device)s on host %(host)s failed: '
+                '%(reason)s')
+    code = http.BAD_GATEWAY
+
+
+class ProvisioningFailed(CyborgException):
+    """The agent could not set the claimed device up (502)."""
+
+    msg_fmt = _('Provisioning accelerator %(accelerator)s on host '
+                '%(host)s failed: %(reason)s')
+    code = http.BAD_GATEWAY
+
+
+# -- generic-driver operations (2.5) --
+
+class DriverInUse(Conflict):
+    msg_fmt = _('Driver %(driver)s cannot be uninstalled from host '
+                '%(host)s while its devices are in use: %(users)s.')
+
+
+class UnknownDriver(Invalid):
+    msg_fmt = _('There is no accelerator driver named %(driver)s; the '
+                'installed ones are: %(known)s.')
+
+
+class NoAcceleratorForInstance(Conflict):
+    msg_fmt = _('Placement has no free accelerators for device profile '
+                '%(profile)s%(where)s.')
+
+
+class AttachmentNotFound(NotFound):
+    msg_fmt = _('Instance %(instance)s has no accelerators attached.')
+
+
+class AttachFailed(Conflict):
+    msg_fmt = _('Attaching accelerators of device profile %(profile)s to '
+                'instance %(instance)s failed: %(reason)s')
 
 
 # -- agent and drivers --

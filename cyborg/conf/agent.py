@@ -18,7 +18,29 @@ opts = [
     cfg.IntOpt(
         'heartbeat_interval', default=10, min=1,
         help='Seconds between two heartbeats of the agent to the '
-             'conductor.'),
+             'conductor. A heartbeat runs no discovery: it is one RPC '
+             'cast, or the resend of a report the conductor has not '
+             'accepted yet.'),
+    cfg.IntOpt(
+        'rescan_interval', default=15, min=0,
+        help='Seconds between two periodic rescans of the hardware. A '
+             'rescan runs discovery with every enabled driver and sends a '
+             'report only when the result differs from the last report '
+             'the conductor accepted, so an unchanged host costs one pass '
+             'over sysfs and no message. It finds what no udev event '
+             'announces: a captured tree (sysfs_root) edited on disk, a '
+             'host without udev, a changed file such as available '
+             'instances of a vGPU type. 0 disables it; discovery then runs '
+             'only at start, on udev events, and when the conductor asks '
+             'for it.'),
+    cfg.StrOpt(
+        'state_file', default='$state_path/agent-state.json',
+        help='File where the agent keeps the last report the conductor '
+             'accepted (JSON, replaced atomically). After a restart an '
+             'agent whose hardware did not change sends no report. The '
+             'directory must exist and be writable by the agent; a file '
+             'that cannot be read is ignored with a warning, and the '
+             'conductor then gets a full report.'),
     cfg.StrOpt(
         'resource_provider_name', default=socket.getfqdn(),
         sample_default='<fqdn>',

@@ -20,6 +20,7 @@ from keystoneauth1 import loading as ks_loading
 from cyborg.aio import placement as aio_placement
 from cyborg.api import server as api_server
 from cyborg.common.clients import placement as placement_client
+from cyborg.tests import fixtures as cyborg_fixtures
 
 _LOCK = threading.Lock()
 _SERVICE = {}
@@ -115,3 +116,12 @@ class Placement(fixtures.Fixture):
 
     def create_compute_node(self, name):
         return placement_client.create_provider(self.client, name)
+
+
+def in_process_stack(test):
+    """An SQLite database, in-process messaging and the real Placement for
+    ``test``, as for a conductor and agents run in the test's process;
+    returns the Placement fixture."""
+    test.useFixture(cyborg_fixtures.Database(test, 'sqlite'))
+    test.useFixture(cyborg_fixtures.Messaging(test, test.conf, 'fake'))
+    return test.useFixture(Placement(test.conf))

@@ -60,3 +60,22 @@ class ReportStormBenchmarkTest(testtools.TestCase):
         # An unchanged report costs nothing.
         self.assertEqual(0, numbers['db_writes_unchanged'])
         self.assertEqual(0, numbers['placement_requests_unchanged'])
+
+
+class AgentBenchmarkTest(testtools.TestCase):
+
+    def test_small_run_on_rabbitmq(self):
+        transport = services.require(self, 'rabbit')
+        numbers = run_bench(self, 'agent', '--devices', '6', '--runs', '5',
+                            '--idle-seconds', '3', '--rescan-interval', '1',
+                            '--transport-url', transport)
+        # 6 cards: a T4, a C62x with 4 VFs, a U200, an A100, a 4xxx, a T4.
+        self.assertEqual((6, 5), (numbers['devices'], numbers['runs']))
+        self.assertEqual(9, numbers['deployables'])
+        self.assertGreater(numbers['discovery_p50_ms'], 0)
+        self.assertGreaterEqual(numbers['discovery_p99_ms'],
+                                numbers['discovery_p50_ms'])
+        self.assertGreater(numbers['agent_cpu_s_total'], 0)
+        # An unchanged host sends no report while idle.
+        self.assertEqual(0, numbers['reports_idle'])
+        self.assertGreater(numbers['tree_edit_to_conductor_s'], 0)

@@ -2,6 +2,7 @@
 a real database, the way a deployment runs them."""
 
 import os
+import time
 
 import fixtures
 from keystoneauth1 import session as ks_session
@@ -17,7 +18,9 @@ from cyborg.tests import services
 from cyborg.tests.functional import daemons
 from cyborg.tests.functional import nova
 from cyborg.tests.functional import placement_fixture
+from cyborg.tests.functional import test_agent_rescan
 from cyborg.tests.functional.test_hello import wait_for
+from cyborg.tests.unit.accelerator import sysfs
 
 
 class _Daemons:
@@ -36,7 +39,10 @@ class _Daemons:
         values = {
             'DEFAULT': {'host': host, 'transport_url': self.transport_url,
                         'rpc_topic_prefix': 'test-%s-' % os.path.basename(
-                            self.tmp)},
+                            self.tmp),
+                        # The agent's state file stays in the test's
+                        # directory.
+                        'state_path': self.tmp},
             'database': {'connection': self.db.url},
             'agent': {'heartbeat_interval': 1},
             'conductor': {'host_down_timeout': 3,
@@ -150,6 +156,60 @@ class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
         for event in self.nova.events_of(instance):
             self.assertEqual(('accelerator-request-bound', 'completed'),
                              (event['name'], event['status']))
+
+
+class AgentRescanOnDaemonsTest(test_agent_rescan.InventoryView, _Daemons,
+                               base.TestCase):
+    """cyborg-agent on a captured sysfs tree and cyborg-conductor as
+    processes, on RabbitMQ and MariaDB with the real Placement: the tree
+    edited under the running agent reaches the database and Placement,
+    and a restarted agent sends no report for an unchanged host."""
+
+    backend = 'mysql'
+
+    def config(self, name, host, **sections):
+        sections.setdefault('placement', {
+            'auth_type': 'admin_token', 'token': 'admin',
+            'endpoint': self.placement.endpoint})
+        sections.setdefault('agent', {
+            'heartbeat_interval': 1, 'rescan_interval': 1,
+            'sysfs_root': self.tree.root,
+            'enabled_drivers': 'nvidia_gpu_driver,intel_qat_driver'})
+        return super().config(name, host, **sections)
+
+    def test_tree_edits_and_restart(self):
+        self.placement = self.useFixture(placement_fixture.Placement(
+            self.conf))
+        self.tree = sysfs.SysfsTree(os.path.join(self.tmp, 'sys'))
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('qat_c62x', '0000:3d:00.0')
+        self.host = 'cmp-%s' % os.path.basename(self.tmp)[-8:]
+        self.root = self.placement.create_compute_node(self.host)
+        self.start('conductor', 'ctl-1')
+        agent = self.start('agent', self.host)
+        wait_for(lambda: self.shows(['0000:3b:00.0', '0000:3d:00.0']),
+                 timeout=60)
+        self.tree.add_card('tesla_t4', '0000:5e:00.0')
+        wait_for(lambda: self.shows(['0000:3b:00.0', '0000:3d:00.0',
+                                    '0000:5e:00.0']), timeout=30)
+        self.tree.remove('0000:3d:00.0')
+        wait_for(lambda: self.shows(['0000:3b:00.0', '0000:5e:00.0']),
+                 timeout=30)
+        # One report each: at start, and after each edit.
+        wait_for(lambda: agent.output().count('Reported ') == 3)
+        self.assertEqual(0, agent.terminate())
+        generation = db_hosts.get_by_hostname(
+            self.ctx, self.host)[0].report_generation
+
+        again = self.start('agent', self.host)
+        wait_for(lambda: 'Registered with the conductor' in again.output(),
+                 timeout=60)
+        # Two rescans and heartbeats later: nothing was reported.
+        time.sleep(2.5)
+        self.assertNotIn('Reported ', again.output())
+        self.assertEqual(generation, db_hosts.get_by_hostname(
+            self.ctx, self.host)[0].report_generation)
+        self.assertTrue(self.shows(['0000:3b:00.0', '0000:5e:00.0']))
 
 
 class ConductorRefusesOldSchemaTest(base.TestCase):

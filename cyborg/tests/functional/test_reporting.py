@@ -339,10 +339,7 @@ class AgentReportsTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
-        self.useFixture(cyborg_fixtures.Messaging(self, self.conf, 'fake'))
-        self.placement = self.useFixture(
-            placement_fixture.Placement(self.conf))
+        self.placement = placement_fixture.in_process_stack(self)
         self.flags(heartbeat_interval=1, group='agent')
         self.flags(enabled_drivers=['fake_driver'], group='agent')
         self.ctx = context.get_admin_context()

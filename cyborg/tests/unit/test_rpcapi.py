@@ -52,3 +52,29 @@ class RPCAPIConsistencyTest(base.TestCase):
                 self.assertIn("version='", source,
                               '%s.%s must ask for the minimum RPC version '
                               'it needs' % (client.__name__, name))
+
+
+class _RecordingClient:
+    """Records what a client method prepares and calls."""
+
+    def __init__(self):
+        self.prepared = []
+
+    def prepare(self, **kwargs):
+        self.prepared.append(kwargs)
+        return self
+
+    def call(self, context, method, **kwargs):
+        return method
+
+
+class TimeoutTest(base.TestCase):
+
+    def test_programming_waits_for_slow_flashes(self):
+        api = agent_rpcapi.AgentAPI.__new__(agent_rpcapi.AgentAPI)
+        api.client = _RecordingClient()
+        api.fpga_program(None, 'host-1', {}, 'image', 'XILINX')
+        self.assertEqual([{'server': 'host-1', 'version': '1.1',
+                           'timeout': agent_rpcapi.PROGRAM_TIMEOUT}],
+                         api.client.prepared)
+        self.assertGreaterEqual(agent_rpcapi.PROGRAM_TIMEOUT, 30 * 60)

@@ -27,7 +27,7 @@ def _pci_info(function):
                       sort_keys=True)
 
 
-class FakeDriver(base.AcceleratorDriver, base.Programmer):
+class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
 
     device_type = 'FPGA'
     driver_name = DRIVER_NAME
@@ -36,12 +36,21 @@ class FakeDriver(base.AcceleratorDriver, base.Programmer):
         super().__init__(conf)
         #: {control path info: sha256 of the bitstream last loaded}
         self.programmed = {}
+        #: control path infos of the devices set up
+        self.set_up = set()
 
-    def program(self, controlpath_id, image_path):
-        """Check what a real driver would, and remember the bitstream."""
+    def _check_card(self, controlpath_id):
         info = controlpath_id.get('cpid_info')
         if info != json.dumps(PCI_ADDRESS, sort_keys=True):
             raise base.OperationFailed('no fake card at %s' % info)
+        return info
+
+    def setup(self, controlpath_id):
+        self.set_up.add(self._check_card(controlpath_id))
+
+    def program(self, controlpath_id, image_path):
+        """Check what a real driver would, and remember the bitstream."""
+        info = self._check_card(controlpath_id)
         with open(image_path, 'rb') as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         if digest == EMPTY_SHA256:
