@@ -89,15 +89,17 @@ class MicroversionHook(hooks.PecanHook):
 
 
 class EmptyBodyHook(hooks.PecanHook):
-    """202 and 204 responses carry no body. A controller returning None
-    with the JSON template would send ``null``, which on a kept-alive
+    """202 and 204 responses carry no body, nor does a controller that
+    returns None (a 201 with only a ``Location``). A controller returning
+    None with the JSON template would send ``null``, which on a kept-alive
     connection a client reads as the start of the next response."""
 
     NO_BODY = (202, 204)
 
     def after(self, state):
         response = state.response
-        if response.status_int in self.NO_BODY and response.body:
+        if (response.status_int in self.NO_BODY and response.body
+                or response.body == b'null'):
             response.body = b''
             del response.content_type
 

@@ -29,6 +29,8 @@ VERSIONS = [
     ('2.3', 'Devices show their status (enabled or maintaining).'),
     ('2.4', 'List endpoints take limit, marker, sort_key and sort_dir and '
             'return a next link.'),
+    ('2.5', 'Generic-driver operations: /v2/hosts, /v2/drivers, '
+            '/v2/services, /v2/discovery and /v2/attachments.'),
 ]
 
 MIN_VERSION = microversion_parse.parse_version_string(VERSIONS[0][0])

@@ -9,10 +9,16 @@ undo it. With ``[conductor] reserve_down_hosts`` every device of a host
 that is down is reserved the same way until the host is back. When
 Placement cannot be reached the status is still recorded and the host is
 synced by the periodic task once Placement is back.
+
+With ``[agent] new_device_state = inactive`` devices arrive disabled and
+enabling one first runs its driver's setup step on its host (the seed's
+"mark it ready and the agent calls the driver's install").
 """
 
 from oslo_log import log as logging
+import oslo_messaging as messaging
 
+from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.conductor import placement_sync
@@ -40,10 +46,33 @@ class Devices:
         if status not in STATUSES:
             raise exception.InvalidParameterValue(
                 err=_('A device status is one of %s.') % ', '.join(STATUSES))
+        if status == 'enabled' and self.conf.agent.new_device_state == (
+                'inactive'):
+            self._set_up(context, device_uuid)
         hostname = db_devices.set_status(context, device_uuid, status)
         LOG.info('Device %s of host %s is now %s', device_uuid, hostname,
                  status)
         self.sync_host(context, hostname)
+
+    def _set_up(self, context, device_uuid):
+        """The seed's operator flow (``[agent] new_device_state =
+        inactive``): a device is offered only once an operator enables
+        it, and enabling it runs its driver's setup step on its host
+        first (idempotent, so enabling again is harmless)."""
+        hostname, cpid, drivers = db_devices.setup_target(context,
+                                                          device_uuid)
+        if cpid is None:
+            return
+        for driver_name in drivers:
+            try:
+                agent_rpcapi.AgentAPI().setup_device(context, hostname, cpid,
+                                                     driver_name)
+            except Exception as e:
+                reason = ('the agent did not answer'
+                          if isinstance(e, messaging.MessagingTimeout)
+                          else str(e))
+                raise exception.DeviceSetupFailed(
+                    device=device_uuid, host=hostname, reason=reason) from e
 
     def host_status_changed(self, context, hostname):
         """A host went down or came back: with ``[conductor]

@@ -5,7 +5,10 @@
 * ``device_profiles``: creating and deleting device profiles,
 * ``binding``: the ARQ lifecycle (create, bind, unbind, delete, recovery),
 * ``inventory``: FPGA programming and attributes,
-* ``devices``: enabling and disabling devices.
+* ``devices``: enabling and disabling devices,
+* ``accelerators``: the v1 API's accelerators,
+* ``drivers``: installing, uninstalling and updating drivers, discovery,
+* ``attachments``: attach-instance and detach-instance.
 """
 
 from oslo_log import log as logging
@@ -13,9 +16,12 @@ import oslo_messaging as messaging
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.conductor import accelerators
+from cyborg.conductor import attachments
 from cyborg.conductor import binding
 from cyborg.conductor import device_profiles
 from cyborg.conductor import devices
+from cyborg.conductor import drivers
 from cyborg.conductor import inventory
 from cyborg.conductor import liveness
 from cyborg.conductor import reporting
@@ -30,7 +36,7 @@ _API_ERRORS = (exception.Invalid, exception.NotFound, exception.Conflict,
 class ConductorManager:
     """Endpoints of topic ``cyborg-conductor``; see rpcapi for versions."""
 
-    RPC_API_VERSION = '1.2'
+    RPC_API_VERSION = '1.4'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, conf):
@@ -43,6 +49,9 @@ class ConductorManager:
         self.device_profiles = device_profiles.DeviceProfiles(conf)
         self.binding = binding.Binding(conf)
         self.inventory = inventory.Inventory(conf)
+        self.accelerators = accelerators.Accelerators(conf, self.devices)
+        self.drivers = drivers.Drivers(conf)
+        self.attachments = attachments.Attachments(conf, self.binding)
 
     def init_host(self):
         """Finish what a conductor that stopped mid-way left behind."""
@@ -52,7 +61,8 @@ class ConductorManager:
         return ([(self.conf.conductor.liveness_check_interval,
                   self.liveness.check_hosts)]
                 + self.binding.periodic_tasks()
-                + self.devices.periodic_tasks())
+                + self.devices.periodic_tasks()
+                + self.accelerators.periodic_tasks())
 
     @messaging.expected_exceptions(exception.Invalid)
     def agent_hello(self, context, hello):
@@ -92,7 +102,8 @@ class ConductorManager:
     def deployable_program(self, context, deployable_uuid, image_uuid):
         return self.inventory.program(context, deployable_uuid, image_uuid)
 
-    @messaging.expected_exceptions(*_API_ERRORS)
+    @messaging.expected_exceptions(*_API_ERRORS,
+                                   exception.DeviceSetupFailed)
     def device_set_status(self, context, device_uuid, status):
         return self.devices.set_status(context, device_uuid, status)
 
@@ -104,3 +115,49 @@ class ConductorManager:
     @messaging.expected_exceptions(*_API_ERRORS)
     def attribute_delete(self, context, uuid):
         return self.inventory.attribute_delete(context, uuid)
+
+    @messaging.expected_exceptions(*_API_ERRORS,
+                                   exception.ProvisioningFailed)
+    def accelerator_create(self, context, name, uuid=None):
+        return self.accelerators.create(context, name, uuid)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def accelerator_update_spec(self, context, uuid, expected_version,
+                                remotable, acc_capability):
+        return self.accelerators.update_spec(
+            context, uuid, expected_version, remotable, acc_capability)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def accelerator_attach(self, context, uuid, instance_uuid=None,
+                           host=None):
+        return self.accelerators.attach(context, uuid, instance_uuid, host)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def accelerator_detach(self, context, uuid):
+        return self.accelerators.detach(context, uuid)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def driver_install(self, context, name, hostname=None):
+        return self.drivers.install(context, name, hostname)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def driver_uninstall(self, context, name, hostname=None):
+        return self.drivers.uninstall(context, name, hostname)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def driver_update(self, context, name, hostname=None):
+        return self.drivers.update(context, name, hostname)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def discover_hosts(self, context, hostname=None, timeout=None):
+        return self.drivers.discover(context, hostname, timeout)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def attachment_create(self, context, instance_uuid, profile_name,
+                          hostname=None):
+        return self.attachments.attach(context, instance_uuid, profile_name,
+                                       hostname)
+
+    @messaging.expected_exceptions(*_API_ERRORS)
+    def attachment_delete(self, context, instance_uuid):
+        return self.attachments.detach(context, instance_uuid)

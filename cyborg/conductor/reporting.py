@@ -140,9 +140,11 @@ class _Place:
 class HostReconciler:
     """Applies one report of one host inside the caller's transaction."""
 
-    def __init__(self, context, hostname):
+    def __init__(self, context, hostname, new_status='enabled'):
         self.context = context
         self.hostname = hostname
+        #: The status of devices seen for the first time.
+        self.new_status = new_status
         self.counts = collections.Counter()
         # {action: [DeviceEventPayload]}, notified after the commit; the
         # control path ids of devices changed in any way; devices kept.
@@ -223,7 +225,8 @@ class HostReconciler:
             values = _device_values(device)
             values.pop('cpid_type')
             rows.append(db_devices.new_row(
-                models.Device, hostname=self.hostname, status='enabled',
+                models.Device, hostname=self.hostname,
+                status=self.new_status,
                 **values))
         db_devices.add(self.context, rows)
         cpids = [db_devices.new_row(
@@ -278,6 +281,8 @@ class HostReconciler:
                               [h.id for n in gone for h in n.handles])
         db_devices.delete_ids(self.context, models.Attribute,
                               [a.id for n in gone for a in n.attributes])
+        db_devices.release_accelerators(self.context,
+                                        [n.row.id for n in gone])
         db_devices.delete_ids(self.context, models.Deployable,
                               [n.row.id for n in gone])
         self.counts['deployables_removed'] += len(gone)
@@ -365,13 +370,15 @@ Pending = collections.namedtuple('Pending',
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def reconcile(context, hostname, devices, report_hash):
-    """Apply a report in one transaction. Returns the Pending Placement
-    sync, or None when the host's accepted report has this hash."""
+def reconcile(context, hostname, devices, report_hash,
+              new_status='enabled'):
+    """Apply a report in one transaction (new devices get
+    ``new_status``). Returns the Pending Placement sync, or None when the
+    host's accepted report has this hash."""
     host = db_devices.lock_host(context, hostname)
     if report_hash and host.report_hash == report_hash:
         return None
-    reconciler = HostReconciler(context, hostname)
+    reconciler = HostReconciler(context, hostname, new_status)
     counts = reconciler.apply(devices)
     generation = db_devices.start_report(context, host, report_hash)
     if +counts:
@@ -394,6 +401,14 @@ def notify_device_events(context, events):
                                payload)
 
 
+#: ``[agent] new_device_state`` -> the status of a newly found device.
+NEW_DEVICE_STATUS = {'ready': 'enabled', 'inactive': 'maintaining'}
+
+
+def new_device_status(conf):
+    return NEW_DEVICE_STATUS[conf.agent.new_device_state]
+
+
 class Reporting:
     """The conductor's side of ``report_data``."""
 
@@ -408,7 +423,8 @@ class Reporting:
         state = db_devices.get_report_state(context, hostname)
         if report_hash and state.report_hash == report_hash:
             return report_hash
-        pending = reconcile(context, hostname, devices, report_hash)
+        pending = reconcile(context, hostname, devices, report_hash,
+                            new_device_status(self.conf))
         if pending is None:
             return report_hash
         notify_device_events(context, pending.events)

@@ -10,6 +10,12 @@ Version history:
   ``device_profile_delete``, ``arq_create``, ``arq_apply_patch``,
   ``arq_delete``, ``deployable_program``, ``device_set_status``,
   ``attribute_create``, ``attribute_delete``.
+* 1.3 - The v1 API's writes, all calls: ``accelerator_create``,
+  ``accelerator_update_spec``, ``accelerator_attach``,
+  ``accelerator_detach``.
+* 1.4 - Generic-driver operations (API 2.5), all calls: ``driver_install``,
+  ``driver_uninstall``, ``driver_update``, ``discover_hosts``,
+  ``attachment_create``, ``attachment_delete``.
 """
 
 
@@ -17,11 +23,19 @@ import oslo_messaging as messaging
 
 from cyborg.common import rpc
 
+#: The generic-driver operations wait for agents (each at most
+#: AGENT_WAIT seconds, in parallel) and for Placement: the API waits for
+#: the conductor a little longer than that, so a silent agent comes back
+#: as a "no answer" row, not as a timeout of the whole request.
+AGENT_WAIT = 60
+MARGIN = 30
+OPERATION_TIMEOUT = AGENT_WAIT * 2 + MARGIN
+
 
 class ConductorAPI:
     """What the API and the agents ask of the conductor."""
 
-    RPC_API_VERSION = '1.2'
+    RPC_API_VERSION = '1.4'
 
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
         self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
@@ -100,6 +114,75 @@ class ConductorAPI:
         """Delete the attribute ``uuid``."""
         cctxt = self.client.prepare(version='1.2')
         return cctxt.call(context, 'attribute_delete', uuid=uuid)
+
+    def accelerator_create(self, context, name, uuid=None):
+        """Provision a free deployable as accelerator ``name``; returns
+        its uuid."""
+        cctxt = self.client.prepare(version='1.3')
+        return cctxt.call(context, 'accelerator_create', name=name,
+                          uuid=uuid)
+
+    def accelerator_update_spec(self, context, uuid, expected_version,
+                                remotable, acc_capability):
+        """Replace an accelerator's spec if it is still at
+        ``expected_version``; returns the new version."""
+        cctxt = self.client.prepare(version='1.3')
+        return cctxt.call(context, 'accelerator_update_spec', uuid=uuid,
+                          expected_version=expected_version,
+                          remotable=remotable, acc_capability=acc_capability)
+
+    def accelerator_attach(self, context, uuid, instance_uuid=None,
+                           host=None):
+        """Attach accelerator ``uuid`` to an instance or a host."""
+        cctxt = self.client.prepare(version='1.3')
+        return cctxt.call(context, 'accelerator_attach', uuid=uuid,
+                          instance_uuid=instance_uuid, host=host)
+
+    def accelerator_detach(self, context, uuid):
+        """Detach accelerator ``uuid``."""
+        cctxt = self.client.prepare(version='1.3')
+        return cctxt.call(context, 'accelerator_detach', uuid=uuid)
+
+    def driver_install(self, context, name, hostname=None):
+        """Install driver ``name`` on ``hostname`` or every host that is
+        up; returns one status dict per host."""
+        return self.client.prepare(
+            version='1.4', timeout=OPERATION_TIMEOUT).call(
+            context, 'driver_install', name=name, hostname=hostname)
+
+    def driver_uninstall(self, context, name, hostname=None):
+        """Uninstall driver ``name``; DriverInUse while it is used."""
+        return self.client.prepare(
+            version='1.4', timeout=OPERATION_TIMEOUT).call(
+            context, 'driver_uninstall', name=name, hostname=hostname)
+
+    def driver_update(self, context, name, hostname=None):
+        """Reload driver ``name``; returns one status dict per host."""
+        return self.client.prepare(
+            version='1.4', timeout=OPERATION_TIMEOUT).call(
+            context, 'driver_update', name=name, hostname=hostname)
+
+    def discover_hosts(self, context, hostname=None, timeout=None):
+        """Discovery now; returns one summary dict per host."""
+        cctxt = self.client.prepare(
+            version='1.4', timeout=(timeout or AGENT_WAIT) + MARGIN)
+        return cctxt.call(
+            context, 'discover_hosts', hostname=hostname, timeout=timeout)
+
+    def attachment_create(self, context, instance_uuid, profile_name,
+                          hostname=None):
+        """Attach a profile's accelerators to an instance; returns the
+        uuids of the bound ARQs."""
+        return self.client.prepare(
+            version='1.4', timeout=OPERATION_TIMEOUT).call(
+            context, 'attachment_create', instance_uuid=instance_uuid,
+            profile_name=profile_name, hostname=hostname)
+
+    def attachment_delete(self, context, instance_uuid):
+        """Detach every accelerator of an instance."""
+        return self.client.prepare(
+            version='1.4', timeout=OPERATION_TIMEOUT).call(
+            context, 'attachment_delete', instance_uuid=instance_uuid)
 
 
 class _LocalClient:

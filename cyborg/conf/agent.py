@@ -42,6 +42,18 @@ opts = [
              'that cannot be read is ignored with a warning, and the '
              'conductor then gets a full report.'),
     cfg.StrOpt(
+        'new_device_state', default='ready', choices=['ready', 'inactive'],
+        help='What happens to a device found for the first time. ready: '
+             'it is enabled and offered in Placement at once. inactive: '
+             'it is recorded with status maintaining, its whole inventory '
+             'reserved in Placement, until an operator enables it '
+             '(openstack accelerator device enable, POST '
+             '/v2/devices/{uuid}/enable); enabling it first runs its '
+             'driver\'s setup step on its host and fails with 502, leaving '
+             'the device disabled, when that step fails. Read by the '
+             'conductor, which records the devices; set it where '
+             'cyborg-conductor runs.'),
+    cfg.StrOpt(
         'resource_provider_name', default=socket.getfqdn(),
         sample_default='<fqdn>',
         help='Name of the compute node resource provider in Placement '

@@ -101,9 +101,17 @@ def get_engine():
     return context_manager.writer.get_engine()
 
 
+def _sqlite_busy(exc):
+    """SQLite's "database is locked": a writer whose read snapshot went
+    stale fails at once, whatever its busy timeout; like a deadlock, the
+    whole transaction may simply run again."""
+    return 'database is locked' in str(exc)
+
+
 def retry_on_deadlock(func):
-    """Retry a writer on deadlock; the outermost writer must carry it."""
+    """Retry a writer on deadlock (or SQLite's busy snapshot); the
+    outermost writer must carry it."""
     wrapped = oslo_db_api.wrap_db_retry(
         max_retries=5, retry_on_deadlock=True, inc_retry_interval=True,
-        max_retry_interval=1)(func)
+        max_retry_interval=1, exception_checker=_sqlite_busy)(func)
     return functools.wraps(func)(wrapped)

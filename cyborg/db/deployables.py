@@ -96,3 +96,42 @@ def set_bitstream(context, deployable_id, bitstream_id):
                      synchronize_session=False))
     if not count:
         raise exception.DeployableNotFound(deployable=deployable_id)
+
+
+@db_api.reader
+def hostnames_of_providers(context, rp_uuids):
+    """``{rp uuid: hostname of its deployable's device}``."""
+    if not rp_uuids:
+        return {}
+    rows = (context.session.query(models.Deployable.rp_uuid,
+                                  models.Device.hostname)
+            .join(models.Device,
+                  models.Device.id == models.Deployable.device_id)
+            .filter(models.Deployable.rp_uuid.in_(list(rp_uuids))))
+    return dict(rows)
+
+
+ServiceRow = collections.namedtuple(
+    'ServiceRow', 'id uuid name driver_name bitstream_id device_uuid '
+                  'device_type device_status hostname host_status')
+
+
+@db_api.reader
+def services(context, hostname=None, device_type=None):
+    """(ServiceRows, ``attributes_of`` them): every deployable with its
+    device and host, for the service list."""
+    query = (context.session.query(
+        models.Deployable.id, models.Deployable.uuid, models.Deployable.name,
+        models.Deployable.driver_name, models.Deployable.bitstream_id,
+        models.Device.uuid, models.Device.type, models.Device.status,
+        models.Device.hostname, models.Host.status)
+        .join(models.Device, models.Device.id == models.Deployable.device_id)
+        .outerjoin(models.Host,
+                   models.Host.hostname == models.Device.hostname))
+    if hostname is not None:
+        query = query.filter(models.Device.hostname == hostname)
+    if device_type is not None:
+        query = query.filter(models.Device.type == device_type)
+    rows = [ServiceRow(*row) for row in query.order_by(
+        models.Device.hostname, models.Deployable.name)]
+    return rows, attributes_of(context, [row.id for row in rows])

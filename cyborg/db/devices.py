@@ -99,17 +99,33 @@ def _in(session, model, column, values):
 
 
 def referenced_by_arqs(context, deployable_ids, handle_ids):
-    """(deployable ids, attach handle ids) that some ARQ references."""
+    """(deployable ids, attach handle ids) that some ARQ references; a
+    deployable an attached v1 accelerator holds counts as referenced
+    too."""
     arq = models.ExtendedAcceleratorRequest
+    acc = models.Accelerator
     deployables, handles = set(), set()
     if deployable_ids:
-        deployables = {row[0] for row in context.session.query(
-            arq.deployable_id).filter(arq.deployable_id.in_(deployable_ids))}
+        deployables.update(row[0] for row in context.session.query(
+            arq.deployable_id).filter(arq.deployable_id.in_(deployable_ids)))
+        deployables.update(row[0] for row in context.session.query(
+            acc.deployable_id).filter(acc.deployable_id.in_(deployable_ids),
+                                      acc.state == ATTACHED))
     if handle_ids:
         handles = {row[0] for row in context.session.query(
             arq.attach_handle_id).filter(
                 arq.attach_handle_id.in_(handle_ids))}
     return deployables, handles
+
+
+def release_accelerators(context, deployable_ids):
+    """v1 accelerators on deployables about to be deleted lose them and
+    become ``unavailable`` (they are kept, with their name and spec)."""
+    if deployable_ids:
+        context.session.query(models.Accelerator).filter(
+            models.Accelerator.deployable_id.in_(deployable_ids)).update(
+                {'deployable_id': None, 'state': UNAVAILABLE},
+                synchronize_session=False)
 
 
 def add(context, rows):
@@ -162,23 +178,32 @@ def accept_report(context, host_id, generation, report_hash):
 
 
 DISABLED = 'maintaining'
+# v1 accelerators' states (cyborg.db.accelerators) that matter here.
+ATTACHED = 'attached'
+UNAVAILABLE = 'unavailable'
 
 
 def get_providers(context, hostname):
-    """(deployable row, {key: value}, device disabled) for every
-    deployable of the host."""
+    """(deployable row, {key: value}, reserved) for every deployable of
+    the host: reserved when its device is disabled or a v1 accelerator
+    holds it attached, so Placement offers it to no one else."""
     session = context.session
-    rows = (session.query(models.Deployable, models.Device.status)
+    attached = models.Accelerator
+    rows = (session.query(models.Deployable, models.Device.status,
+                          attached.state)
             .join(models.Device, models.Device.id ==
                   models.Deployable.device_id)
+            .outerjoin(attached,
+                       attached.deployable_id == models.Deployable.id)
             .filter(models.Device.hostname == hostname)
             .order_by(models.Deployable.name).all())
     attributes = collections.defaultdict(dict)
     for attr in _in(session, models.Attribute, 'deployable_id',
-                    [r.id for r, _status in rows]):
+                    [r.id for r, *_rest in rows]):
         attributes[attr.deployable_id][attr.key] = attr.value
-    return [(row, attributes[row.id], status == DISABLED)
-            for row, status in rows]
+    return [(row, attributes[row.id],
+             status == DISABLED or state == ATTACHED)
+            for row, status, state in rows]
 
 
 @db_api.reader
@@ -228,3 +253,56 @@ def get_for_api(context, uuid):
     if row is None:
         raise exception.DeviceNotFound(device=uuid)
     return row
+
+
+@db_api.reader
+def users_of(context, hostname, cpid_infos):
+    """Who uses the devices of ``hostname`` with these control path infos:
+    ``['ARQ <uuid>', 'accelerator <name>' (attached), 'attach handle
+    <uuid>']``."""
+    if not cpid_infos:
+        return []
+    session = context.session
+    deployable_ids = [row[0] for row in session.query(models.Deployable.id)
+                      .join(models.Device,
+                            models.Device.id == models.Deployable.device_id)
+                      .join(models.ControlpathID,
+                            models.ControlpathID.device_id ==
+                            models.Device.id)
+                      .filter(models.Device.hostname == hostname,
+                              models.ControlpathID.cpid_info.in_(
+                                  cpid_infos))]
+    if not deployable_ids:
+        return []
+    arq = models.ExtendedAcceleratorRequest
+    users = ['ARQ %s' % row[0] for row in session.query(arq.uuid).filter(
+        arq.deployable_id.in_(deployable_ids))]
+    users += ['accelerator %s' % row[0] for row in session.query(
+        models.Accelerator.name).filter(
+            models.Accelerator.deployable_id.in_(deployable_ids),
+            models.Accelerator.state == ATTACHED)]
+    users += ['attach handle %s' % row[0] for row in session.query(
+        models.AttachHandle.uuid).filter(
+            models.AttachHandle.deployable_id.in_(deployable_ids),
+            models.AttachHandle.in_use.is_(True))]
+    return sorted(users)
+
+
+@db_api.reader
+def setup_target(context, device_uuid):
+    """``(hostname, controlpath id dict or None, driver names)`` of a
+    device: what its driver's setup step needs. 404 if unknown."""
+    session = context.session
+    device = session.query(models.Device).filter(
+        models.Device.uuid == device_uuid).first()
+    if device is None:
+        raise exception.DeviceNotFound(device=device_uuid)
+    cpid = (session.query(models.ControlpathID)
+            .filter(models.ControlpathID.device_id == device.id)
+            .order_by(models.ControlpathID.id).first())
+    drivers = sorted({row[0] for row in session.query(
+        models.Deployable.driver_name).filter(
+            models.Deployable.device_id == device.id) if row[0]})
+    return (device.hostname,
+            {'cpid_type': cpid.cpid_type, 'cpid_info': cpid.cpid_info}
+            if cpid else None, drivers)

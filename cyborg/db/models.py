@@ -204,7 +204,8 @@ class ExtendedAcceleratorRequest(Base):
 
 
 class Accelerator(Base):
-    """An accelerator of the v1 API: a named view of one deployable.
+    """An accelerator of the v1 API: a named view of one deployable (at
+    most one accelerator per deployable).
 
     ``spec_version`` grows with every change of the accelerator's spec, so
     concurrent writers are detected instead of overwriting each other.
@@ -214,7 +215,8 @@ class Accelerator(Base):
     __table_args__ = (
         _unique_uuid('accelerators'),
         sa.UniqueConstraint('name', name='uniq_accelerators0name'),
-        sa.Index('accelerators_deployable_id_idx', 'deployable_id'),
+        sa.UniqueConstraint('deployable_id',
+                            name='uniq_accelerators0deployable_id'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)

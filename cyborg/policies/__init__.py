@@ -9,11 +9,13 @@ appends the module to ``_MODULES``. ``list_rules`` is the
 import itertools
 
 from cyborg.policies import accelerator_requests
+from cyborg.policies import accelerators
 from cyborg.policies import attributes
 from cyborg.policies import base
 from cyborg.policies import deployables
 from cyborg.policies import device_profiles
 from cyborg.policies import devices
+from cyborg.policies import operations
 
 _MODULES = [
     base,
@@ -22,6 +24,8 @@ _MODULES = [
     deployables,
     devices,
     attributes,
+    accelerators,
+    operations,
 ]
 
 

@@ -7,7 +7,7 @@ Ownership is enforced by the database query (another project's ARQ is a
 token, in code, whatever the policy says.
 """
 
-from oslo_policy import policy
+from cyborg.policies import base
 
 PREFIX = 'cyborg:arq:%s'
 READ = 'rule:project_reader_or_admin'
@@ -16,10 +16,8 @@ PATH = '/v2/accelerator_requests'
 
 
 def _rule(action, check_str, description, operations):
-    return policy.DocumentedRuleDefault(
-        name=PREFIX % action, check_str=check_str, description=description,
-        operations=[{'method': m, 'path': p} for m, p in operations],
-        scope_types=['project'])
+    return base.api_rule(PREFIX % action, check_str, description,
+                         operations)
 
 
 RULES = [

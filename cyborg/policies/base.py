@@ -64,5 +64,22 @@ RULES = [
 ]
 
 
+def api_rule(name, check_str, description, operations,
+             deprecated_check=None, deprecated_reason=None):
+    """The project-scoped rule of one API action: ``operations`` are
+    ``(method, path)`` pairs; with ``deprecated_check``, the check that
+    passed before this default (and why it changed)."""
+    deprecated = None
+    if deprecated_check:
+        deprecated = policy.DeprecatedRule(
+            name=name, check_str=deprecated_check,
+            deprecated_reason=deprecated_reason,
+            deprecated_since=_DEPRECATED_SINCE)
+    return policy.DocumentedRuleDefault(
+        name=name, check_str=check_str, description=description,
+        operations=[{'method': m, 'path': p} for m, p in operations],
+        scope_types=['project'], deprecated_rule=deprecated)
+
+
 def list_rules():
     return RULES

@@ -5,7 +5,7 @@ administrators, changing is for administrators. Before the new defaults
 are enforced, reads also pass the older ``rule:admin_api``.
 """
 
-from oslo_policy import policy
+from cyborg.policies import base
 
 PREFIX = 'cyborg:deployable:%s'
 READ = 'rule:project_manager_or_admin'
@@ -13,20 +13,12 @@ WRITE = 'rule:admin_api'
 _REASON = 'Project managers may read deployables too.'
 
 
-def _legacy(name):
-    """The read rule before project managers: administrators."""
-    return policy.DeprecatedRule(name=name, check_str='rule:admin_api',
-                                 deprecated_reason=_REASON,
-                                 deprecated_since='2026.2')
-
-
 def _rule(action, check_str, description, method, path):
-    return policy.DocumentedRuleDefault(
-        name=PREFIX % action, check_str=check_str, description=description,
-        operations=[{'method': method, 'path': path}],
-        scope_types=['project'],
-        deprecated_rule=_legacy(PREFIX % action) if check_str == READ
-        else None)
+    """Reads also pass the older administrators-only check."""
+    return base.api_rule(
+        PREFIX % action, check_str, description, [(method, path)],
+        deprecated_check='rule:admin_api' if check_str == READ else None,
+        deprecated_reason=_REASON)
 
 
 RULES = [

@@ -7,7 +7,7 @@ enforced the older checks pass too (``admin_or_owner`` for reads through
 the base rule's deprecated alternative, ``is_admin`` for writes).
 """
 
-from oslo_policy import policy
+from cyborg.policies import base
 
 PREFIX = 'cyborg:device_profile:%s'
 READ = 'rule:project_reader_or_admin'
@@ -15,10 +15,8 @@ WRITE = 'rule:admin_api'
 
 
 def _rule(action, check_str, description, operations):
-    return policy.DocumentedRuleDefault(
-        name=PREFIX % action, check_str=check_str, description=description,
-        operations=[{'method': m, 'path': p} for m, p in operations],
-        scope_types=['project'])
+    return base.api_rule(PREFIX % action, check_str, description,
+                         operations)
 
 
 RULES = [

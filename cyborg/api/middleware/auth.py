@@ -12,7 +12,7 @@ import re
 from keystonemiddleware import auth_token
 
 # Paths answered without a token (PATH_INFO, below any mount prefix).
-PUBLIC_PATH = re.compile(r'^/?(v2/?|healthcheck)?(\.json)?$')
+PUBLIC_PATH = re.compile(r'^/?(v[12]/?|healthcheck)?(\.json)?$')
 
 # Identity headers a client must not be able to forge on a public path,
 # where keystonemiddleware does not run to strip them.

@@ -111,7 +111,11 @@ def set_inventories(client, uuid, generation, inventories):
 # Used when Placement has it; without it the caller falls back to
 # requests every supported Placement has (cyborg-status asks for those).
 RESHAPER_VERSION = '1.30'
-OPTIONAL_VERSIONS = (RESHAPER_VERSION,)
+# Attaching instances outside Nova boots (API 2.5) needs 1.36; the
+# rest of cyborg works without it.
+CANDIDATES_VERSION = '1.36'
+CONSUMER_VERSION = '1.28'
+OPTIONAL_VERSIONS = (RESHAPER_VERSION, CANDIDATES_VERSION, CONSUMER_VERSION)
 
 
 def set_many_inventories(client, inventories):
@@ -156,3 +160,54 @@ def get_traits(client, uuid):
         return None
     body = _check(response, 'GET', url).json()
     return set(body['traits']), body['resource_provider_generation']
+
+
+# -- provider allocations (detaching v1 accelerators) --
+
+def get_allocations(client, uuid):
+    """``{consumer uuid: {resource class: amount}}`` of provider
+    ``uuid``, or None when there is no such provider."""
+    url = '/resource_providers/%s/allocations' % uuid
+    response = client.get(url, microversion='1.0', raise_exc=False)
+    if response.status_code == 404:
+        return None
+    body = _check(response, 'GET', url).json()
+    return {consumer: value.get('resources', {})
+            for consumer, value in body['allocations'].items()}
+
+
+# -- allocations of a consumer (attach-instance, see
+# cyborg.conductor.attachments) --
+
+
+def allocation_candidates(client, query):
+    """The first allocation request Placement offers for ``query`` (a
+    dict of query parameters, granular groups allowed), or None."""
+    url = '/allocation_candidates'
+    response = client.get(url, params=dict(query, limit=1),
+                          microversion=CANDIDATES_VERSION, raise_exc=False)
+    body = _check(response, 'GET', url).json()
+    requests = body.get('allocation_requests') or []
+    return requests[0] if requests else None
+
+
+def get_consumer_allocations(client, consumer):
+    """``(allocations, generation, project_id, user_id)`` of a consumer;
+    ``({}, None, None, None)`` when it has none."""
+    url = '/allocations/%s' % consumer
+    body = _check(client.get(url, microversion=CONSUMER_VERSION,
+                             raise_exc=False),
+                  'GET', url).json()
+    return (body.get('allocations', {}), body.get('consumer_generation'),
+            body.get('project_id'), body.get('user_id'))
+
+
+def put_consumer_allocations(client, consumer, allocations, generation,
+                             project_id, user_id):
+    """Replace a consumer's allocations (``{rp: {'resources': {...}}}``);
+    an empty dict removes them. 409 when the generation moved."""
+    url = '/allocations/%s' % consumer
+    body = {'allocations': allocations, 'consumer_generation': generation,
+            'project_id': project_id, 'user_id': user_id}
+    _check(client.put(url, json=body, microversion=CONSUMER_VERSION,
+                      raise_exc=False), 'PUT', url)

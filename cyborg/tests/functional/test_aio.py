@@ -56,7 +56,7 @@ class AllInOneTest(testtools.TestCase):
         self.assertEqual(self.base + '/v2/',
                          response.json()['links'][0]['href'])
         root = daemons.wait_for_http(self.base + '/').json()
-        self.assertEqual('2.4', root['default_version']['max_version'])
+        self.assertEqual('2.5', root['default_version']['max_version'])
         # Its own agent said hello to its own conductor.
         wait_for(lambda: self.hosts().get('aio-test-host') == 'up')
         # Without Nova the all-in-one made the compute node provider

@@ -96,7 +96,8 @@ class _HelloTests:
         # down again behind the test's back.
         self.flags(host_down_timeout=3600, group='conductor')
         # Exactly one alarm, with the host as payload.
-        down = self.events('cyborg.host.down')
+        # The notification follows the commit that marked it down.
+        down = wait_for(lambda: self.events('cyborg.host.down'))
         self.assertEqual(1, len(down))
         self.assertEqual('ERROR', down[0]['priority'])
         payload = down[0]['payload']['cyborg_object.data']

@@ -9,6 +9,9 @@ every layer, see STYLE.md):
 * ``deployables`` from ``v2/deployables.py``
 * ``devices`` from ``v2/devices.py``
 * ``attributes`` from ``v2/attributes.py``
+* from microversion 2.5, the generic-driver operations: ``hosts``,
+  ``drivers``, ``services``, ``discovery`` and ``attachments``, each from
+  the module of that name (sharing ``v2/_ops.py``)
 
 Unversioned paths (``/devices``) reach this controller too, through
 ``RootController._lookup``; nothing else is needed for them.
@@ -18,10 +21,15 @@ import pecan
 
 from cyborg.api.controllers import link
 from cyborg.api.controllers.v2 import accelerator_requests
+from cyborg.api.controllers.v2 import attachments
 from cyborg.api.controllers.v2 import attributes
 from cyborg.api.controllers.v2 import deployables
 from cyborg.api.controllers.v2 import device_profiles
 from cyborg.api.controllers.v2 import devices
+from cyborg.api.controllers.v2 import discovery
+from cyborg.api.controllers.v2 import drivers
+from cyborg.api.controllers.v2 import hosts
+from cyborg.api.controllers.v2 import services
 from cyborg.api import microversion
 
 
@@ -33,6 +41,11 @@ class V2Controller:
     deployables = deployables.DeployablesController()
     devices = devices.DevicesController()
     attributes = attributes.AttributesController()
+    hosts = hosts.HostsController()
+    drivers = drivers.DriversController()
+    services = services.ServicesController()
+    discovery = discovery.DiscoveryController()
+    attachments = attachments.AttachmentsController()
 
     @pecan.expose(generic=True, template='json')
     def index(self):

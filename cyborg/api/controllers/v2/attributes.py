@@ -4,8 +4,8 @@ deployable (404) and a key the deployable has already (409)."""
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers import link
-from cyborg.api.controllers.v2 import deployables
 from cyborg.api import pagination
 from cyborg.common import exception
 from cyborg.db import attributes as db_attributes
@@ -20,8 +20,8 @@ def attribute_view(request, row):
         'deployable_id': row.deployable_id,
         'key': row.key,
         'value': row.value,
-        'created_at': deployables.timestamp(row.created_at),
-        'updated_at': deployables.timestamp(row.updated_at),
+        'created_at': common.timestamp(row.created_at),
+        'updated_at': common.timestamp(row.updated_at),
         'links': [link.make_link(request, 'self', 'v2', 'attributes',
                                  row.uuid)],
     }
@@ -78,15 +78,15 @@ class AttributeController:
 
     @index.when(method='GET', template='json')
     def index_get(self):
-        context = deployables.authorize('cyborg:attribute:get_one')
-        deployables.check_uuid(self.uuid)
+        context = common.authorize('cyborg:attribute:get_one')
+        common.check_uuid(self.uuid)
         return attribute_view(pecan.request,
                               db_attributes.get_by_uuid(context, self.uuid))
 
     @index.when(method='DELETE')
     def index_delete(self):
-        context = deployables.authorize('cyborg:attribute:delete')
-        deployables.check_uuid(self.uuid)
+        context = common.authorize('cyborg:attribute:delete')
+        common.check_uuid(self.uuid)
         pecan.request.conductor_api.attribute_delete(context, self.uuid)
         pecan.response.status = 204
         return ''
@@ -102,7 +102,7 @@ class AttributesController:
     @index.when(method='GET', template='json')
     def index_get(self):
         request = pecan.request
-        context = deployables.authorize('cyborg:attribute:get_all')
+        context = common.authorize('cyborg:attribute:get_all')
         deployable_id = request.GET.get('deployable_id')
         if deployable_id is not None:
             deployable_id = deployable_id_of(deployable_id)
@@ -116,9 +116,9 @@ class AttributesController:
     @index.when(method='POST', template='json')
     def index_post(self):
         request = pecan.request
-        context = deployables.authorize('cyborg:attribute:create')
+        context = common.authorize('cyborg:attribute:create')
         deployable_id, key, value = new_attribute(
-            deployables.json_body(request))
+            common.json_body(request))
         uuid = request.conductor_api.attribute_create(context, deployable_id,
                                                       key, value)
         pecan.response.status = 201

@@ -11,10 +11,10 @@ from oslo_utils import strutils
 from oslo_utils import uuidutils
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api import pagination
 from cyborg.common import exception
-from cyborg.common import policy
 from cyborg.db import deployables as db_deployables
 from cyborg.db import pagination as db_pagination
 from cyborg.i18n import _
@@ -24,24 +24,6 @@ FILTER_FIELDS = ('parent_uuid', 'root_uuid', 'board', 'availability',
                  'interface_type', 'instance_uuid', 'limit', 'marker',
                  'sort_key', 'sort_dir', 'name')
 PROGRAM_PATH = '/program'
-
-
-def timestamp(value):
-    """A database time (naive UTC) as upstream shows it."""
-    return value.isoformat() + '+00:00' if value else None
-
-
-def check_uuid(value):
-    if not uuidutils.is_uuid_like(value):
-        raise exception.InvalidUUID(uuid=value)
-    return value
-
-
-def authorize(rule):
-    context = pecan.request.context
-    policy.authorize(rule, {'project_id': context.project_id,
-                            'user_id': context.user_id}, context)
-    return context
 
 
 def legacy_filters(request):
@@ -106,8 +88,8 @@ def deployable_view(request, row, attributes):
         'rp_uuid': row.rp_uuid,
         'driver_name': row.driver_name,
         'bitstream_id': row.bitstream_id,
-        'created_at': timestamp(row.created_at),
-        'updated_at': timestamp(row.updated_at),
+        'created_at': common.timestamp(row.created_at),
+        'updated_at': common.timestamp(row.updated_at),
         'links': [link.make_link(request, 'self', 'v2', 'deployables',
                                  row.uuid),
                   link.make_link(request, 'bookmark', 'deployables',
@@ -136,14 +118,6 @@ def program_image(body):
     return image_uuid
 
 
-def json_body(request):
-    try:
-        return json.loads(request.body or b'null')
-    except ValueError as exc:
-        raise exception.InvalidParameterValue(
-            err=_('The request body is not valid JSON: %s') % exc) from exc
-
-
 class DeployableController:
     """``/v2/deployables/{uuid}`` and its ``program`` action."""
 
@@ -162,8 +136,8 @@ class DeployableController:
 
     @index.when(method='GET', template='json')
     def index_get(self):
-        authorize('cyborg:deployable:get_one')
-        check_uuid(self.uuid)
+        common.authorize('cyborg:deployable:get_one')
+        common.check_uuid(self.uuid)
         return self._show()
 
     @pecan.expose(generic=True, template='json')
@@ -172,9 +146,9 @@ class DeployableController:
 
     @program.when(method='PATCH', template='json')
     def program_patch(self):
-        context = authorize('cyborg:deployable:program')
-        check_uuid(self.uuid)
-        image_uuid = program_image(json_body(pecan.request))
+        context = common.authorize('cyborg:deployable:program')
+        common.check_uuid(self.uuid)
+        image_uuid = program_image(common.json_body(pecan.request))
         pecan.request.conductor_api.deployable_program(context, self.uuid,
                                                        image_uuid)
         return self._show()
@@ -190,7 +164,7 @@ class DeployablesController:
     @index.when(method='GET', template='json')
     def index_get(self):
         request = pecan.request
-        context = authorize('cyborg:deployable:get_all')
+        context = common.authorize('cyborg:deployable:get_all')
         filters = legacy_filters(request)
         page = page_with_filters(request, filters, db_deployables.SORT_KEYS)
         rows, attributes = db_deployables.get_all(

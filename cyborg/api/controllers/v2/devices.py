@@ -8,6 +8,7 @@ and from 2.4 the standard paging parameters. ``status`` is shown from
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api.controllers.v2 import deployables
 from cyborg.api import microversion
@@ -29,8 +30,8 @@ def device_view(request, row):
         'std_board_info': row.std_board_info,
         'vendor_board_info': row.vendor_board_info,
         'hostname': row.hostname,
-        'created_at': deployables.timestamp(row.created_at),
-        'updated_at': deployables.timestamp(row.updated_at),
+        'created_at': common.timestamp(row.created_at),
+        'updated_at': common.timestamp(row.updated_at),
         'links': [link.make_link(request, 'self', 'v2', 'devices',
                                  row.uuid)],
     }
@@ -47,8 +48,8 @@ class DeviceController:
         self.uuid = uuid
 
     def _set_status(self, action, status):
-        context = deployables.authorize('cyborg:device:%s' % action)
-        deployables.check_uuid(self.uuid)
+        context = common.authorize('cyborg:device:%s' % action)
+        common.check_uuid(self.uuid)
         db_devices.get_for_api(context, self.uuid)
         pecan.request.conductor_api.device_set_status(context, self.uuid,
                                                       status)
@@ -62,8 +63,8 @@ class DeviceController:
 
     @index.when(method='GET', template='json')
     def index_get(self):
-        context = deployables.authorize('cyborg:device:get_one')
-        deployables.check_uuid(self.uuid)
+        context = common.authorize('cyborg:device:get_one')
+        common.check_uuid(self.uuid)
         return device_view(pecan.request,
                            db_devices.get_for_api(context, self.uuid))
 
@@ -94,7 +95,7 @@ class DevicesController:
     @index.when(method='GET', template='json')
     def index_get(self):
         request = pecan.request
-        context = deployables.authorize('cyborg:device:get_all')
+        context = common.authorize('cyborg:device:get_all')
         legacy = deployables.legacy_filters(request)
         page = deployables.page_with_filters(request, legacy,
                                              db_devices.DEVICE_SORT_KEYS)

@@ -49,7 +49,7 @@ class APITestCase(base.TestCase):
 
     def assert_v2_headers(self, response, version):
         self.assertEqual('2.0', response.headers[V2_HEADERS[0]])
-        self.assertEqual('2.4', response.headers[V2_HEADERS[1]])
+        self.assertEqual('2.5', response.headers[V2_HEADERS[1]])
         self.assertIn('OpenStack-API-Version', response.vary)
         if version is None:
             self.assertNotIn('OpenStack-API-Version', response.headers)
@@ -61,7 +61,7 @@ class APITestCase(base.TestCase):
 class VersionDocumentTest(APITestCase):
 
     def _v2_summary(self, href):
-        return {'id': 'v2', 'status': 'CURRENT', 'max_version': '2.4',
+        return {'id': 'v2', 'status': 'CURRENT', 'max_version': '2.5',
                 'min_version': '2.0',
                 'links': [{'href': href, 'rel': 'self'}]}
 
@@ -73,7 +73,9 @@ class VersionDocumentTest(APITestCase):
                           'default_version'}, set(body))
         self.assertEqual('OpenStack Cyborg API', body['name'])
         v2 = self._v2_summary('http://localhost/v2')
-        self.assertEqual([v2], body['versions'])
+        v1 = {'id': 'v1', 'status': 'SUPPORTED',
+              'links': [{'href': 'http://localhost/v1', 'rel': 'self'}]}
+        self.assertEqual([v2, v1], body['versions'])
         self.assertEqual(v2, body['default_version'])
         self.assertNotIn(V2_HEADERS[0], response.headers)
 
@@ -82,7 +84,7 @@ class VersionDocumentTest(APITestCase):
         self.assertEqual(200, response.status_int)
         self.assertEqual(
             {'id': 'v2.0', 'status': 'CURRENT', 'min_version': '2.0',
-             'max_version': '2.4',
+             'max_version': '2.5',
              'links': [{'href': 'http://localhost/v2/', 'rel': 'self'}]},
             response.json)
         self.assert_v2_headers(response, '2.0')
@@ -135,8 +137,8 @@ class MicroversionTest(APITestCase):
 
     def test_requested_version_is_served(self):
         self.assert_v2_headers(self._get('accelerator 2.2'), '2.2')
-        self.assert_v2_headers(self._get('accelerator latest'), '2.4')
-        self.assert_v2_headers(self._get('latest'), '2.4')
+        self.assert_v2_headers(self._get('accelerator latest'), '2.5')
+        self.assert_v2_headers(self._get('latest'), '2.5')
         self.assert_v2_headers(self._get('2.1'), '2.1')
 
     def test_unacceptable_versions(self):
@@ -176,7 +178,7 @@ class RoutingTest(APITestCase):
         self.assert_v2_headers(unversioned, '2.0')
 
     def test_unknown_version_is_not_v2(self):
-        for path in ('/v3', '/v1/accelerators', '/v2.1'):
+        for path in ('/v3', '/v0/accelerators', '/v2.1'):
             response = self.request(path)
             self.assertEqual(404, response.status_int, path)
             self.assertNotIn(V2_HEADERS[0], response.headers)

@@ -62,12 +62,13 @@ class PublicPathTest(testtools.TestCase):
 
     def test_public(self):
         for path in ('', '/', '/v2', '/v2/', '/healthcheck', '/.json',
-                     '/v2.json', '/v2/.json', '/healthcheck.json'):
+                     '/v2.json', '/v2/.json', '/healthcheck.json', '/v1',
+                     '/v1/', '/v1.json'):
             self.assertTrue(auth.is_public(path), path)
 
     def test_not_public(self):
         for path in ('/v2/devices', '/devices', '/v2x', '/v22',
-                     '/healthcheck/x', '/v1'):
+                     '/healthcheck/x', '/v1/accelerators', '/v3'):
             self.assertFalse(auth.is_public(path), path)
 
     def _routes(self, path, headers=None):

@@ -34,7 +34,14 @@ API_RULES = {
     'cyborg:device:%s' % a for a in ('get_all', 'get_one', 'enable',
                                      'disable')} | {
     'cyborg:attribute:%s' % a for a in ('get_all', 'get_one', 'create',
-                                        'delete')}
+                                        'delete')} | {
+    'cyborg:accelerator:%s' % a for a in ('get_all', 'get_one', 'create',
+                                          'update', 'attach', 'detach')} | {
+    'cyborg:host:get_all', 'cyborg:host:get_one', 'cyborg:driver:get_all',
+    'cyborg:driver:install', 'cyborg:driver:update',
+    'cyborg:driver:uninstall', 'cyborg:service:get_all',
+    'cyborg:discovery:create', 'cyborg:attachment:create',
+    'cyborg:attachment:delete'}
 
 
 class PolicyTest(base.TestCase):

@@ -1,0 +1,57 @@
+"""``/v2/attachments`` (2.5): attach-instance and detach-instance.
+``POST {"instance_uuid", "device_profile_name", "host"?}`` attaches the
+profile's accelerators to the instance through ARQs (Placement picks the
+providers, the conductor binds them) and answers 201 with the bound
+ARQs; ``DELETE /v2/attachments/{instance_uuid}`` detaches them all."""
+
+import pecan
+
+from cyborg.api.controllers import common
+from cyborg.api.controllers.v2 import _ops
+from cyborg.api.controllers.v2 import accelerator_requests
+from cyborg.db import accelerator_requests as db_arqs
+
+
+class AttachmentController:
+
+    def __init__(self, instance_uuid):
+        self.instance_uuid = instance_uuid
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='DELETE', template='json')
+    def index_delete(self):
+        context = _ops.authorize('cyborg:attachment:delete')
+        common.check_uuid(self.instance_uuid)
+        pecan.request.conductor_api.attachment_delete(context,
+                                                      self.instance_uuid)
+        pecan.response.status = 204
+
+
+class AttachmentsController:
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='POST', template='json')
+    def index_post(self):
+        request = pecan.request
+        context = _ops.authorize('cyborg:attachment:create')
+        body = _ops.body_of(
+            request, ('instance_uuid', 'device_profile_name', 'host'),
+            required=('instance_uuid', 'device_profile_name'))
+        instance_uuid = common.check_uuid(_ops.string(body,
+                                                      'instance_uuid'))
+        uuids = request.conductor_api.attachment_create(
+            context, instance_uuid, _ops.string(body, 'device_profile_name'),
+            _ops.string(body, 'host'))
+        pecan.response.status = 201
+        return {'arqs': [accelerator_requests.view(request, arq)
+                         for arq in db_arqs.get_many(context, uuids)]}
+
+    @pecan.expose()
+    def _lookup(self, instance_uuid, *remainder):
+        return AttachmentController(instance_uuid), list(remainder)

@@ -1,0 +1,72 @@
+"""``/v2/drivers`` (2.5): the seed's driver operations. List the drivers
+of every host (``?host=`` for one), install one (``POST {"name",
+"host"?}``: on that host or every host that is up), update it (``PATCH
+/v2/drivers/{name}``: reload with the current settings) and uninstall
+it (``DELETE /v2/drivers/{name}?host=``; 409 while its devices are in
+use). Operations answer one status per host once the agents reported.
+"""
+
+import pecan
+
+from cyborg.api.controllers.v2 import _ops
+from cyborg.db import hosts as db_hosts
+
+
+def _rows(context, hostname=None):
+    hosts = ([db_hosts.get_by_hostname(context, hostname)] if hostname
+             else db_hosts.get_all(context))
+    return [{'host': host.hostname, 'name': d.name, 'status': d.status,
+             'device_type': d.device_type, 'version': d.version,
+             'error': d.error}
+            for host, drivers in hosts for d in drivers]
+
+
+class DriverController:
+
+    def __init__(self, name):
+        self.name = name
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='PATCH', template='json')
+    def index_patch(self):
+        request = pecan.request
+        context = _ops.authorize('cyborg:driver:update')
+        body = _ops.body_of(request, ('host',))
+        return {'drivers': request.conductor_api.driver_update(
+            context, self.name, _ops.string(body, 'host'))}
+
+    @index.when(method='DELETE', template='json')
+    def index_delete(self):
+        request = pecan.request
+        context = _ops.authorize('cyborg:driver:uninstall')
+        request.conductor_api.driver_uninstall(
+            context, self.name, request.GET.get('host') or None)
+        pecan.response.status = 204
+
+
+class DriversController:
+
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    @index.when(method='GET', template='json')
+    def index_get(self):
+        context = _ops.authorize('cyborg:driver:get_all')
+        return {'drivers': _rows(context,
+                                 pecan.request.GET.get('host') or None)}
+
+    @index.when(method='POST', template='json')
+    def index_post(self):
+        request = pecan.request
+        context = _ops.authorize('cyborg:driver:install')
+        body = _ops.body_of(request, ('name', 'host'), required=('name',))
+        return {'drivers': request.conductor_api.driver_install(
+            context, _ops.string(body, 'name'), _ops.string(body, 'host'))}
+
+    @pecan.expose()
+    def _lookup(self, name, *remainder):
+        return DriverController(name), list(remainder)

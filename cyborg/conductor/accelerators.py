@@ -1,0 +1,149 @@
+"""Accelerators of the v1 API: provisioning, specs, attach and detach.
+
+Provisioning (``POST /v1/accelerators``) goes api -> conductor -> agent
+-> driver, as the Pike API proposal says:
+
+1. the conductor claims the first free deployable for the new name, in
+   one transaction (state ``provisioning``);
+2. it asks the agent of that deployable's host to set the device up
+   (``setup_device``: the driver's setup step, if it has one);
+3. the accelerator becomes ``available``; if the agent failed, the claim
+   is dropped and the caller gets the reason. A claim whose conductor
+   died in between is dropped by the periodic ``expire_claims``, so the
+   name is free again and the request can be repeated.
+
+Attach and detach are, as the proposal says, mainly a state change in
+the database; the attached deployable's inventory is also reserved in
+Placement so that Nova schedules nothing else onto it, and detaching is
+refused while Placement or an accelerator request still holds it.
+"""
+
+import datetime
+
+from oslo_log import log as logging
+import oslo_messaging as messaging
+from oslo_serialization import jsonutils
+from oslo_utils import timeutils
+
+from cyborg.agent import rpcapi as agent_rpcapi
+from cyborg.common.clients import placement
+from cyborg.common import context as cyborg_context
+from cyborg.common import exception
+from cyborg.conductor import reporting
+from cyborg.db import accelerators as db_accelerators
+
+LOG = logging.getLogger(__name__)
+
+#: How often and after how long unfinished provisioning claims go.
+EXPIRE_INTERVAL = 60
+CLAIM_TTL = datetime.timedelta(minutes=5)
+
+
+class Accelerators:
+
+    def __init__(self, conf, devices):
+        self.conf = conf
+        #: cyborg.conductor.devices.Devices, which syncs a host's
+        #: Placement inventory from the database.
+        self.devices = devices
+        self._placement = None
+
+    @property
+    def placement(self):
+        if self._placement is None:
+            self._placement = placement.connect(self.conf)
+        return self._placement
+
+    def periodic_tasks(self):
+        return [(EXPIRE_INTERVAL, self.expire_claims)]
+
+    def create(self, context, name, uuid=None):
+        claim = db_accelerators.claim(context, name, uuid)
+        LOG.info('Provisioning accelerator %s (%s) on deployable %s of '
+                 'host %s', name, claim.uuid, claim.deployable_uuid,
+                 claim.hostname)
+        try:
+            self._setup(context, claim)
+        except Exception:
+            db_accelerators.delete(context, claim.uuid)
+            raise
+        if not db_accelerators.finish_provisioning(context, claim.uuid):
+            raise exception.ProvisioningFailed(
+                accelerator=name, host=claim.hostname,
+                reason='its claim expired while the agent set it up; '
+                       'try again')
+        return claim.uuid
+
+    def _setup(self, context, claim):
+        def failed(reason):
+            return exception.ProvisioningFailed(
+                accelerator=claim.name, host=claim.hostname, reason=reason)
+        if claim.controlpath_id is None:
+            raise failed('its device has no control path id')
+        try:
+            agent_rpcapi.AgentAPI().setup_device(
+                context, claim.hostname, claim.controlpath_id,
+                claim.driver_name)
+        except messaging.MessagingTimeout as e:
+            raise failed('the agent did not answer') from e
+        except messaging.RemoteError as e:
+            raise failed('%s: %s' % (e.exc_type, e.value)) from e
+        except exception.CyborgException as e:
+            raise failed(str(e)) from e
+
+    def expire_claims(self, context=None):
+        """Periodic: drop provisioning claims nobody finished."""
+        context = context or cyborg_context.get_admin_context()
+        names = db_accelerators.delete_stale_provisioning(
+            context, timeutils.utcnow() - CLAIM_TTL)
+        for name in names:
+            LOG.warning('Provisioning of accelerator %s never finished; '
+                        'its claim is dropped', name)
+
+    def update_spec(self, context, uuid, expected_version, remotable,
+                    acc_capability):
+        """Replace the writable part of the spec; returns the new
+        version."""
+        return db_accelerators.set_spec(
+            context, uuid, expected_version, remotable,
+            jsonutils.dumps(acc_capability, sort_keys=True))
+
+    def attach(self, context, uuid, instance_uuid=None, host=None):
+        rp_uuid, _arqs = db_accelerators.allocation_holders(context, uuid)
+        consumers = self._consumers(rp_uuid)
+        if consumers:
+            raise exception.AcceleratorBusy(
+                accelerator=uuid, reason='Placement consumer %s holds it' %
+                ', '.join(consumers))
+        hostname = db_accelerators.attach(context, uuid, instance_uuid, host)
+        LOG.info('Accelerator %s attached to %s', uuid,
+                 'instance %s' % instance_uuid if instance_uuid
+                 else 'host %s' % host)
+        if hostname:
+            self.devices.sync_host(context, hostname)
+
+    def detach(self, context, uuid):
+        rp_uuid, arqs = db_accelerators.allocation_holders(context, uuid)
+        holders = ['accelerator request %s' % arq for arq in arqs]
+        holders += ['Placement consumer %s' % consumer
+                    for consumer in self._consumers(rp_uuid)]
+        if holders:
+            raise exception.AcceleratorAllocated(
+                accelerator=uuid, holders=', '.join(holders))
+        hostname = db_accelerators.detach(context, uuid)
+        LOG.info('Accelerator %s detached', uuid)
+        if hostname:
+            self.devices.sync_host(context, hostname)
+
+    def _consumers(self, rp_uuid):
+        """Who holds allocations on provider ``rp_uuid``; nobody when
+        Placement cannot say (the database knew of no ARQ)."""
+        if not rp_uuid:
+            return []
+        try:
+            allocations = placement.get_allocations(self.placement, rp_uuid)
+        except reporting.SYNC_ERRORS as e:
+            LOG.warning('Placement could not list the allocations of '
+                        'provider %s: %s', rp_uuid, e)
+            return []
+        return sorted(allocations or {})

@@ -1,0 +1,411 @@
+"""``/v1/accelerators`` (the seed's Pike API proposal) through the API,
+against a real conductor, real agents with the fake driver, a real
+database and a real Placement. Every status code the proposal names is
+checked here."""
+
+import datetime
+import json
+import uuid
+
+from oslo_db import exception as db_exc
+from oslo_utils import timeutils
+import sqlalchemy as sa
+
+from cyborg.accelerator.drivers.fake import driver as fake_driver
+from cyborg.agent import manager as agent_manager
+from cyborg.common import rpc
+from cyborg.conductor import placement_sync
+from cyborg.db import api as db_api
+from cyborg.db import models
+from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.functional.api import base
+from cyborg.tests.functional.api import test_deployables
+from cyborg.tests.functional import test_reporting
+
+PATH = '/v1/accelerators'
+INSTANCE = '2b6f1c3e-4d5a-4b6c-8d7e-9f0a1b2c3d4e'
+
+
+class AcceleratorsTest(test_deployables.Inventory,
+                       base.APIResourceTestCase):
+    """A host with the fake driver's one card, served by a real agent."""
+
+    def setUp(self):
+        super().setUp()
+        self.host = 'host-%s' % uuid.uuid4().hex[:12]
+        self.flags(host=self.host)
+        self.seed(fake_driver.FakeDriver(self.conf).discover(), self.host)
+        self.agent = agent_manager.AgentManager(self.host, self.conf)
+        cyborg_fixtures.start_rpc_service(self, self.agent, rpc.AGENT_TOPIC,
+                                          self.host)
+        self.driver = self.agent.drivers['fake_driver']
+
+    def create(self, name, expect=201, **body):
+        response = self.post(PATH, dict(body, name=name))
+        self.assertEqual(expect, response.status_int, response.body)
+        return response
+
+    def created(self, name, **body):
+        location = self.create(name, **body).headers['Location']
+        return self.get(location).json
+
+    def reserved(self, accelerator):
+        deployable = self.rows(models.Deployable,
+                               uuid=accelerator['deployable_uuid'])[0]
+        rp_uuid = placement_sync.provider_uuid(deployable.name)
+        _, body = self.placement.get(
+            '/resource_providers/%s/inventories' % rp_uuid)
+        [inventory] = body['inventories'].values()
+        return inventory['reserved'], inventory['total']
+
+    # GET
+
+    def test_empty_list(self):
+        response = self.get(PATH)
+        self.assertEqual(200, response.status_int)
+        self.assertEqual({'accelerators': []}, response.json)
+
+    def test_show_unknown_and_bad_uuid(self):
+        self.assert_error(self.get('%s/%s' % (PATH, uuid.uuid4())), 404,
+                          'could not be found')
+        self.assert_error(self.get('%s/not-a-uuid' % PATH), 400,
+                          'not-a-uuid')
+
+    # POST: provisioning goes conductor -> agent -> driver
+
+    def test_create_provisions_through_the_agent(self):
+        response = self.create('IPSec Card')
+        self.assertEqual(b'', response.body)
+        location = response.headers['Location']
+        self.assertTrue(location.startswith('http://localhost/v1/'
+                                            'accelerators/'), location)
+        accelerator = self.get(location).json
+        row = self.rows(models.Deployable,
+                        uuid=accelerator['deployable_uuid'])[0]
+        host = accelerator['host']
+        self.assertEqual(self.host, host)
+        self.assertEqual({
+            'uuid': location.rsplit('/', 1)[1], 'name': 'IPSec Card',
+            'state': 'available', 'host': host,
+            'deployable_uuid': row.uuid, 'instance_uuid': None,
+            'attached_host': None, 'spec_version': 1,
+            'acc_specs': {'remote': 0, 'num': 16, 'device_type': 'FPGA',
+                          'acc_capability': {
+                              'resource_class': 'FPGA',
+                              'traits': ['CUSTOM_FAKE_DEVICE']}},
+            'links': [{'rel': 'self', 'href': location}]},
+            {k: v for k, v in accelerator.items()
+             if k not in ('created_at', 'updated_at', 'device_uuid')})
+        self.assertEqual({json.dumps(fake_driver.PCI_ADDRESS,
+                                     sort_keys=True)}, self.driver.set_up)
+        self.assertEqual([accelerator],
+                         self.get(PATH).json['accelerators'])
+
+    def test_create_with_uuid_in_body(self):
+        first = str(uuid.uuid4())
+        self.assertEqual(first, self.created('a', uuid=first)['uuid'])
+
+    def test_create_with_uuid_in_path(self):
+        second = str(uuid.uuid4())
+        response = self.post('%s/%s' % (PATH, second), {'name': 'b'})
+        self.assertEqual(201, response.status_int, response.body)
+        self.assertEqual(second, self.get(response.headers['Location'])
+                         .json['uuid'])
+
+    def test_create_bad_bodies_are_400(self):
+        for body, text in [
+                ({}, "'name' is a required property"),
+                ({'name': 'x', 'vendor': 'y'}, 'Additional properties'),
+                ({'name': 'x', 'uuid': 'nope'}, "is not a 'uuid'"),
+                ({'name': 7}, 'is not of type'),
+                ([{'name': 'x'}], 'is not of type')]:
+            self.assert_error(self.post(PATH, body), 400, text)
+        self.assert_error(
+            self.post('%s/%s' % (PATH, uuid.uuid4()),
+                      {'name': 'x', 'uuid': str(uuid.uuid4())}),
+            400, 'not the one in the path')
+        self.assertEqual([], self.get(PATH).json['accelerators'])
+
+    def test_create_conflicts_are_409(self):
+        taken = str(uuid.uuid4())
+        self.create('one', uuid=taken)
+        self.assert_error(self.post(PATH, {'name': 'one'}), 409,
+                          'already exists')
+        self.assert_error(self.post(PATH, {'name': 'x', 'uuid': taken}),
+                          409, 'already exists')
+        # The one card is claimed now.
+        self.assert_error(self.post(PATH, {'name': 'two'}), 409,
+                          'No free deployable')
+
+    def test_failed_setup_is_a_502_and_frees_the_name(self):
+        # The driver's setup step breaks (set_up cannot be added to).
+        self.driver.set_up = None
+        response = self.post(PATH, {'name': 'doomed'})
+        self.assert_error(response, 502, 'Provisioning accelerator doomed')
+        self.assertEqual([], self.get(PATH).json['accelerators'])
+        self.driver.set_up = set()
+        self.create('doomed')
+
+    def test_unready_hardware_is_not_provisioned(self):
+        with db_api.writer.using(self.context) as session:
+            session.query(models.Device).update({'status': 'maintaining'})
+        self.assert_error(self.post(PATH, {'name': 'x'}), 409,
+                          'No free deployable')
+
+    def test_stale_claims_expire(self):
+        self.create('stuck')
+        with db_api.writer.using(self.context) as session:
+            # As a claim a conductor left: never updated since created.
+            session.query(models.Accelerator).update({
+                'state': 'provisioning', 'updated_at': None,
+                'created_at': timeutils.utcnow() -
+                datetime.timedelta(hours=1)})
+        self.conductor.accelerators.expire_claims(self.context)
+        self.assertEqual([], self.get(PATH).json['accelerators'])
+        self.create('stuck')
+
+    def test_attached_deployable_is_kept_when_no_longer_reported(self):
+        accelerator = self.created('kept')
+        path = '%s/%s' % (PATH, accelerator['uuid'])
+        self.request('PUT', path, {'instance_uuid': INSTANCE})
+        attached = self.get(path).json
+        digest = agent_manager.report_hash([])
+        self.conductor.reporting.report(self.context, self.host, [], digest)
+        self.assertEqual(attached, self.get(path).json)
+
+    def test_gone_deployable_leaves_the_accelerator_unavailable(self):
+        accelerator = self.created('orphan')
+        path = '%s/%s' % (PATH, accelerator['uuid'])
+        digest = agent_manager.report_hash([])
+        self.conductor.reporting.report(self.context, self.host, [], digest)
+        shown = self.get(path).json
+        self.assertEqual(('unavailable', None, None),
+                         (shown['state'], shown['deployable_uuid'],
+                          shown['host']))
+        self.assertEqual([], self.rows(models.Deployable))
+        self.assert_error(self.request('PUT', path, {
+            'instance_uuid': INSTANCE}), 409, 'it is unavailable')
+
+    def test_one_deployable_per_accelerator(self):
+        accelerator = self.created('first')
+        [deployable] = self.rows(models.Deployable,
+                                 uuid=accelerator['deployable_uuid'])
+        def second():
+            with db_api.writer.using(self.context) as session:
+                session.add(models.Accelerator(
+                    uuid=str(uuid.uuid4()), name='second',
+                    deployable_id=deployable.id, state='available'))
+        self.assertRaises(db_exc.DBDuplicateEntry, second)
+
+    # PUT {uuid}/acc_specs: optimistic concurrency
+
+    def test_update_spec(self):
+        accelerator = self.created('spec')
+        path = '%s/%s/acc_specs' % (PATH, accelerator['uuid'])
+        capability = {'num': 2, 'ipsec': {'aes': {'3des': 50, 'num': 1}}}
+        response = self.request('PUT', path, {'acc_specs': {
+            'remote': 1, 'num': 16, 'device_type': 'FPGA',
+            'acc_capability': capability}})
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual('"2"', response.headers['ETag'])
+        self.assertEqual(2, response.json['spec_version'])
+        self.assertEqual({'remote': 1, 'num': 16, 'device_type': 'FPGA',
+                          'acc_capability': capability},
+                         response.json['acc_specs'])
+        # The singular segment of the proposal works too.
+        response = self.request(
+            'PUT', '%s/%s/acc_spec' % (PATH, accelerator['uuid']),
+            {'acc_specs': {'remote': 0}, 'spec_version': 2})
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual(3, response.json['spec_version'])
+        self.assertEqual(capability,
+                         response.json['acc_specs']['acc_capability'])
+
+    def test_update_spec_based_on_an_old_version_is_409(self):
+        accelerator = self.created('spec')
+        path = '%s/%s/acc_specs' % (PATH, accelerator['uuid'])
+        etag = self.get('%s/%s' % (PATH, accelerator['uuid'])).headers[
+            'ETag']
+        body = {'acc_specs': {'remote': 1}}
+        first = self.request('PUT', path, body,
+                             headers=dict(base.ADMIN, **{'If-Match': etag}))
+        self.assertEqual(200, first.status_int, first.body)
+        # A second writer that read the same version loses.
+        self.assert_error(self.request(
+            'PUT', path, body, headers=dict(base.ADMIN, **{'If-Match': etag})),
+            409, 'someone changed it first')
+        self.assert_error(self.request(
+            'PUT', path, dict(body, spec_version=1)), 409, 'version 1')
+        self.assertEqual(2, self.get('%s/%s' % (
+            PATH, accelerator['uuid'])).json['spec_version'])
+
+    def test_update_spec_errors(self):
+        accelerator = self.created('spec')
+        path = '%s/%s/acc_specs' % (PATH, accelerator['uuid'])
+        for body, text in [
+                ({}, "'acc_specs' is a required property"),
+                ({'acc_specs': {'colour': 'red'}}, 'Additional properties'),
+                ({'acc_specs': {'remote': 2}}, 'is not one of'),
+                ({'acc_specs': {'num': 3}}, 'num is what the hardware has'),
+                ({'acc_specs': {'device_type': 'GPU'}},
+                 'device_type is what the hardware has')]:
+            self.assert_error(self.request('PUT', path, body), 400, text)
+        self.assert_error(self.request(
+            'PUT', path, {'acc_specs': {}},
+            headers=dict(base.ADMIN, **{'If-Match': 'yesterday'})), 400,
+            'If-Match')
+        self.assert_error(self.request(
+            'PUT', '%s/%s/acc_specs' % (PATH, uuid.uuid4()),
+            {'acc_specs': {}}), 404, 'could not be found')
+        self.assert_error(self.request(
+            'PUT', '%s/%s/other' % (PATH, accelerator['uuid']),
+            {'acc_specs': {}}), 404)
+
+    # PUT {uuid}: attach; DELETE {uuid}: detach
+
+    def test_attach_to_an_instance_and_detach(self):
+        accelerator = self.created('gpu-for-vm')
+        path = '%s/%s' % (PATH, accelerator['uuid'])
+        self.assertEqual((0, 16), self.reserved(accelerator))
+        response = self.request('PUT', path, {
+            'instance_uuid': INSTANCE, 'name': 'gpu-for-vm',
+            'uuid': accelerator['uuid']})
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual(('attached', INSTANCE, None), (
+            response.json['state'], response.json['instance_uuid'],
+            response.json['attached_host']))
+        # Placement offers an attached accelerator to no one else.
+        self.assertEqual((16, 16), self.reserved(accelerator))
+        self.assert_error(self.request('PUT', path, {
+            'instance_uuid': str(uuid.uuid4())}), 409, 'it is attached')
+        response = self.delete(path)
+        self.assertEqual(204, response.status_int, response.body)
+        self.assertEqual(b'', response.body)
+        self.assertEqual('available', self.get(path).json['state'])
+        self.assertEqual((0, 16), self.reserved(accelerator))
+        self.assert_error(self.delete(path), 409, 'is not attached')
+
+    def test_attach_to_a_host(self):
+        accelerator = self.created('local')
+        path = '%s/%s' % (PATH, accelerator['uuid'])
+        other = 'storage-rack-7'
+        self.assert_error(self.request('PUT', path, {'host': other}), 400,
+                          'not remotable')
+        response = self.request('PUT', path, {'host': accelerator['host']})
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual(accelerator['host'], response.json['attached_host'])
+        # Once remotable, any host may have it.
+        self.delete(path)
+        self.request('PUT', path + '/acc_specs', {'acc_specs': {'remote': 1}})
+        response = self.request('PUT', path, {'host': other})
+        self.assertEqual(200, response.status_int, response.body)
+
+    def test_attach_errors(self):
+        accelerator = self.created('acc')
+        path = '%s/%s' % (PATH, accelerator['uuid'])
+        for body, text in [
+                ({}, 'is not valid under any of the given schemas'),
+                ({'instance_uuid': INSTANCE, 'host': 'h'},
+                 'is valid under each of'),
+                ({'instance_uuid': 'nope'}, "is not a 'uuid'"),
+                ({'host': 'h', 'size': 1}, 'Additional properties')]:
+            self.assert_error(self.request('PUT', path, body), 400, text)
+        self.assert_error(self.request(
+            'PUT', path, {'instance_uuid': INSTANCE, 'name': 'other'}), 400,
+            'name in the body')
+        self.assert_error(self.request(
+            'PUT', '%s/%s' % (PATH, uuid.uuid4()),
+            {'instance_uuid': INSTANCE}), 404, 'could not be found')
+        self.assert_error(self.delete('%s/%s' % (PATH, uuid.uuid4())), 404,
+                          'could not be found')
+        self.assertEqual('available', self.get(path).json['state'])
+
+    def test_placement_allocations_block_attach_and_detach(self):
+        accelerator = self.created('busy')
+        path = '%s/%s' % (PATH, accelerator['uuid'])
+        [deployable] = self.rows(models.Deployable,
+                                 uuid=accelerator['deployable_uuid'])
+        rp_uuid = placement_sync.provider_uuid(deployable.name)
+        consumer = str(uuid.uuid4())
+
+        def allocate(resources):
+            response = self.placement.client.put(
+                '/allocations/%s' % consumer, microversion='1.28', json={
+                    'allocations': {rp_uuid: {'resources': resources}},
+                    'project_id': base.PROJECT, 'user_id': 'u',
+                    'consumer_generation': None}, raise_exc=False)
+            self.assertEqual(204, response.status_code, response.text)
+
+        allocate({'FPGA': 1})
+        self.assert_error(self.request('PUT', path, {
+            'instance_uuid': INSTANCE}), 409, consumer)
+        self.placement.client.delete('/allocations/%s' % consumer,
+                                     microversion='1.28')
+        self.assertEqual(200, self.request(
+            'PUT', path, {'instance_uuid': INSTANCE}).status_int)
+        # Someone allocates from it anyway (its inventory is reserved,
+        # but one unit is left to show that detach checks Placement).
+        with db_api.writer.using(self.context) as session:
+            session.query(models.Accelerator).update({'state': 'available'})
+        self.conductor.devices.sync_host(self.context, self.host)
+        allocate({'FPGA': 1})
+        with db_api.writer.using(self.context) as session:
+            session.query(models.Accelerator).update({'state': 'attached'})
+        self.assert_error(self.delete(path), 409, consumer)
+        self.assertEqual('attached', self.get(path).json['state'])
+        self.placement.client.delete('/allocations/%s' % consumer,
+                                     microversion='1.28')
+        self.assertEqual(204, self.delete(path).status_int)
+
+    def test_singular_paths_of_the_proposal(self):
+        accelerator = self.created('singular')
+        path = '/v1/accelerator/%s' % accelerator['uuid']
+        self.assertEqual(200, self.request(
+            'PUT', path, {'instance_uuid': INSTANCE}).status_int)
+        self.assertEqual(204, self.delete(path).status_int)
+
+    def test_policy(self):
+        accelerator = self.created('acc')
+        path = '%s/%s' % (PATH, accelerator['uuid'])
+        for headers in (base.MEMBER, base.READER):
+            self.assert_error(self.get(PATH, headers=headers), 403)
+            self.assert_error(self.post(PATH, {'name': 'x'},
+                                        headers=headers), 403)
+        self.assertEqual(200, self.get(path, headers=base.MANAGER).status_int)
+        for method, body in (('PUT', {'instance_uuid': INSTANCE}),
+                             ('DELETE', None)):
+            self.assert_error(self.request(method, path, body,
+                                           headers=base.MANAGER), 403)
+        self.assert_error(self.request(
+            'PUT', path + '/acc_specs', {'acc_specs': {}},
+            headers=base.MANAGER), 403)
+
+    def test_methods_not_allowed(self):
+        self.assertEqual(405, self.request('PATCH', PATH).status_int)
+        self.assertEqual(405, self.request('DELETE', PATH).status_int)
+
+    def test_version_documents(self):
+        response = self.get('/v1', headers={})
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual('v1.0', response.json['id'])
+        versions = self.get('/', headers={}).json['versions']
+        self.assertEqual(['v2', 'v1'], [v['id'] for v in versions])
+
+
+class AcceleratorsReportTest(test_deployables.Inventory,
+                             base.APIResourceTestCase):
+    """The fake driver's card seen as another driver's: setup fails."""
+
+    def test_setup_failure_names_the_reason(self):
+        hostname = 'host-%s' % uuid.uuid4().hex[:12]
+        self.flags(host=hostname)
+        self.seed([test_reporting.get_test_device(hostname, function=3)],
+                  hostname)
+        agent = agent_manager.AgentManager(hostname, self.conf)
+        cyborg_fixtures.start_rpc_service(self, agent, rpc.AGENT_TOPIC,
+                                          hostname)
+        self.assert_error(self.post(PATH, {'name': 'x'}), 502,
+                          'no fake card')
+        with db_api.reader.using(self.context) as session:
+            self.assertEqual(0, session.scalar(
+                sa.select(sa.func.count()).select_from(models.Accelerator)))
