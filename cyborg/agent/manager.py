@@ -23,6 +23,7 @@ import threading
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
+from cyborg.accelerator.common import sysfs
 from cyborg.accelerator import drivers as accel_drivers
 from cyborg.agent import admin
 from cyborg.agent import state as agent_state
@@ -40,21 +41,23 @@ LOG = logging.getLogger(__name__)
 
 
 def _canonical(value):
+    """Canonical JSON text of ``value``: object fields by name, list items
+    by their own text, so the order drivers list things in does not
+    matter. Each item is serialized once, however deep it sits."""
     if isinstance(value, objects_base.CyborgObject):
-        return {name: _canonical(getattr(value, name))
-                for name in sorted(value.fields)
-                if value.obj_attr_is_set(name)}
+        return '{%s}' % ','.join(
+            '%s:%s' % (json.dumps(name), _canonical(getattr(value, name)))
+            for name in sorted(value.fields) if value.obj_attr_is_set(name))
     if isinstance(value, (list, tuple)):
-        items = [_canonical(item) for item in value]
-        return sorted(items, key=lambda i: json.dumps(i, sort_keys=True))
-    return value
+        return '[%s]' % ','.join(sorted(_canonical(item) for item in value))
+    return json.dumps(value, sort_keys=True)
 
 
 def report_hash(devices):
     """A content hash of a report: equal for equal content, whatever the
     order drivers listed things in."""
-    text = json.dumps(_canonical(list(devices)), sort_keys=True)
-    return hashlib.sha256(text.encode('utf-8')).hexdigest()
+    return hashlib.sha256(
+        _canonical(list(devices)).encode('utf-8')).hexdigest()
 
 
 def _has_reports(host):
@@ -246,11 +249,14 @@ class AgentManager(admin.AdminEndpoints):
 
     def get_hardware(self, context):
         devices = []
-        for name, driver in self.drivers.items():
-            try:
-                devices.extend(driver.discover())
-            except Exception:
-                LOG.exception('Driver %s failed to discover hardware', name)
+        # The drivers share one read of the PCI tree.
+        with sysfs.one_pass():
+            for name, driver in self.drivers.items():
+                try:
+                    devices.extend(driver.discover())
+                except Exception:
+                    LOG.exception('Driver %s failed to discover hardware',
+                                  name)
         return devices
 
     def discover(self, context):

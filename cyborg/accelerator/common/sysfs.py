@@ -5,10 +5,18 @@ host) so tests and the all-in-one can point at a captured tree. The reader
 never raises for what it finds on disk: a function whose files are missing,
 half-written or garbage is logged and left out, so one odd device never
 stops discovery of the others.
+
+One discovery pass runs every enabled driver, and each asks for the PCI
+functions. Inside :func:`one_pass` the functions are read once and shared
+by the drivers (and a function that cannot be read is logged once); a
+driver asking for some vendors only reads the other functions' ``vendor``
+file and nothing else.
 """
 
+import contextlib
 import dataclasses
 import os
+import threading
 
 from oslo_log import log as logging
 
@@ -142,6 +150,28 @@ def _virtfns(path):
     return tuple(address for _index, address in sorted(found))
 
 
+_PASS = threading.local()
+
+
+@contextlib.contextmanager
+def one_pass():
+    """Within this block (in this thread), each function is read from sysfs
+    once: what the first reader finds, every reader gets. Nested blocks
+    share the outer one's reads."""
+    if getattr(_PASS, 'cache', None) is not None:
+        yield
+        return
+    _PASS.cache = {}
+    try:
+        yield
+    finally:
+        _PASS.cache = None
+
+
+def _pass_cache():
+    return getattr(_PASS, 'cache', None)
+
+
 class PciReader:
     """Reads ``<root>/bus/pci/devices``."""
 
@@ -154,6 +184,15 @@ class PciReader:
 
     def addresses(self):
         """The PCI addresses sysfs lists, sorted; junk names are skipped."""
+        cache = _pass_cache()
+        if cache is None:
+            return self._addresses()
+        key = (self.root, None)
+        if key not in cache:
+            cache[key] = self._addresses()
+        return cache[key]
+
+    def _addresses(self):
         try:
             names = os.listdir(os.path.join(self.root, PCI_DEVICES))
         except OSError as e:
@@ -173,6 +212,8 @@ class PciReader:
         """Every readable function, optionally only of some vendor ids."""
         result = []
         for address in self.addresses():
+            if vendors is not None and not self._may_be(address, vendors):
+                continue
             function = self.get(address)
             if function is None:
                 continue
@@ -180,8 +221,31 @@ class PciReader:
                 result.append(function)
         return result
 
+    def _may_be(self, address, vendors):
+        """False if ``address`` is known not to be of ``vendors``: its
+        ``vendor`` file (or the pass's read) names another. A file that
+        cannot be read says nothing; get() then warns about it."""
+        cache = _pass_cache()
+        if cache is not None and (self.root, address) in cache:
+            function = cache[(self.root, address)]
+            return function is not None and function.vendor in vendors
+        try:
+            vendor = _read_hex(self.path(address, 'vendor'), 4)
+        except (UnreadableFunction, OSError):
+            return True
+        return vendor in vendors
+
     def get(self, address):
         """One function, or None (with a warning) if it cannot be read."""
+        cache = _pass_cache()
+        if cache is None:
+            return self._get(address)
+        key = (self.root, address)
+        if key not in cache:
+            cache[key] = self._get(address)
+        return cache[key]
+
+    def _get(self, address):
         try:
             return self.read(address)
         except UnreadableFunction as e:

@@ -133,6 +133,41 @@ class ReaderTest(fake_sysfs.SysfsTestCase):
         self.assertEqual(['10de'], [f.vendor for f in
                                     self.reader().functions(('10de',))])
 
+    def test_vendor_filter_reads_only_the_vendor_of_others(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('x710', '0000:18:00.0')
+        # Garbage in a function of another vendor: not read, not warned.
+        self.tree.write('0000:18:00.0', 'numa_node', 'banana')
+        found = self.reader().functions(('10de',))
+        self.assertEqual(['0000:3b:00.0'], [str(f.address) for f in found])
+        self.assertNotIn('Skipping', self.logs.output)
+        # A vendor file that cannot be read is still reported.
+        self.tree.write('0000:18:00.0', 'vendor', 'zz')
+        self.reader().functions(('10de',))
+        self.assertEqual(1, self.logs.output.count('Skipping PCI function'))
+
+    def test_one_pass_reads_each_function_once(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('x710', '0000:18:00.0')
+        self.tree.add_card('tesla_t4', '0000:5e:00.0')
+        self.tree.write('0000:5e:00.0', 'vendor', '0x10')  # half-written
+        readers = [self.reader(), self.reader()]
+        with sysfs.one_pass():
+            first = readers[0].functions()
+            # Changes within the pass are not seen: both readers get what
+            # the first one read, and the broken function warns once.
+            self.tree.remove('0000:3b:00.0')
+            with sysfs.one_pass():
+                self.assertEqual(first, readers[1].functions())
+            self.assertEqual(first[:1], readers[1].functions(('8086',)))
+        self.assertEqual(['0000:18:00.0', '0000:3b:00.0'],
+                         [str(f.address) for f in first])
+        self.assertEqual(1, self.logs.output.count('Skipping PCI function'))
+        # The next pass reads sysfs again.
+        with sysfs.one_pass():
+            self.assertEqual(['0000:18:00.0'], [
+                str(f.address) for f in readers[1].functions()])
+
     def test_missing_root(self):
         reader = sysfs.PciReader(os.path.join(self.tree.root, 'nope'))
         self.assertEqual([], reader.functions())

@@ -5,6 +5,7 @@ last accepted report across restarts and outages."""
 import json
 import os
 
+from cyborg.agent import manager as agent_manager
 from cyborg.tests.unit.agent import base
 
 
@@ -48,6 +49,22 @@ class HeartbeatAndRescanTest(base.AgentTestCase):
                          agent.periodic_tasks())
         self.flags(rescan_interval=0, group='agent')
         self.assertEqual([(10, agent.keep_alive)], agent.periodic_tasks())
+
+    def test_drivers_share_one_read_of_the_tree(self):
+        # The NVIDIA and the generic PCI driver both read NVIDIA functions;
+        # a broken one is read once per discovery, so warned about once.
+        self.flags(enabled_drivers=base.DRIVERS + ['pci_driver'],
+                   group='agent')
+        agent = self.agent()
+        self.tree.add_card('tesla_t4', '0000:86:00.0')
+        self.tree.write('0000:86:00.0', 'numa_node', 'banana')
+        names = sorted(dep.name for device in agent.get_hardware(None)
+                       for dep in device.deployable_list)
+        self.assertEqual(sorted([self.name(base.GPU)] + [
+            self.name('0000:3d:01.%d' % i) for i in range(2)]), names)
+        self.assertEqual(1, self.logs.output.count('Skipping PCI function'))
+        agent.get_hardware(None)
+        self.assertEqual(2, self.logs.output.count('Skipping PCI function'))
 
     def test_conductor_asks_for_a_full_report(self):
         agent = self.started_agent()
@@ -191,3 +208,20 @@ class StateFileTest(base.AgentTestCase):
         self.assertIsNotNone(agent.accepted_hash)
         self.assertIn('Cannot write the agent state file', self.logs.output)
         self.assertEqual([], os.listdir(self.state_dir))
+
+
+class ReportHashTest(base.AgentTestCase):
+
+    def test_order_does_not_matter_content_does(self):
+        devices = self.agent().get_hardware(None)
+        digest = agent_manager.report_hash(devices)
+        self.assertEqual(64, len(digest))
+        shuffled = self.agent().get_hardware(None)[::-1]
+        for device in shuffled:
+            device.deployable_list = device.deployable_list[::-1]
+            for deployable in device.deployable_list:
+                deployable.attribute_list = deployable.attribute_list[::-1]
+        self.assertEqual(digest, agent_manager.report_hash(shuffled))
+        shuffled[0].deployable_list[0].num_accelerators += 1
+        self.assertNotEqual(digest, agent_manager.report_hash(shuffled))
+        self.assertNotEqual(digest, agent_manager.report_hash(devices[:1]))
