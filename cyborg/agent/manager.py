@@ -71,7 +71,7 @@ def _has_reports(host):
 class AgentManager(admin.AdminEndpoints):
     """Endpoints of topic ``cyborg-agent``; see rpcapi for versions."""
 
-    RPC_API_VERSION = '1.3'
+    RPC_API_VERSION = '1.4'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, conf):
@@ -317,3 +317,23 @@ class AgentManager(admin.AdminEndpoints):
         driver = self._capable_driver(operation, drivers_base.MdevManager)
         self._run(operation, driver.remove_mdev, pci_address, mdev_type,
                   mdev_uuid)
+
+    def ensure_mdevs(self, context, mdevs):
+        """Create the mdevs of bound ARQs that are missing (after a host
+        reboot); those that exist are left alone. A failure is logged and
+        the others go on."""
+        created = 0
+        for mdev in mdevs:
+            operation = 'Restoring mdev %s of type %s on %s' % (
+                mdev['mdev_uuid'], mdev['mdev_type'], mdev['pci_address'])
+            try:
+                driver = self._capable_driver(operation,
+                                              drivers_base.MdevManager)
+                if driver.create_mdev(mdev['pci_address'], mdev['mdev_type'],
+                                      mdev['mdev_uuid']):
+                    created += 1
+            except Exception as e:
+                LOG.warning('%s failed: %s', operation, e)
+        if created:
+            LOG.info('Restored %d mdevs of bound ARQs', created)
+        return created

@@ -12,6 +12,8 @@ Version history:
 * 1.3 - Generic-driver operations, all calls to one host:
   ``install_driver``, ``uninstall_driver``, ``update_driver``,
   ``driver_devices``, ``discover_now``.
+* 1.4 - ``ensure_mdevs`` (cast): create the missing mdevs of the host's
+  bound ARQs, sent when its agent says hello.
 """
 
 
@@ -27,7 +29,7 @@ PROGRAM_TIMEOUT = 1800
 class AgentAPI:
     """What the conductor asks of agents."""
 
-    RPC_API_VERSION = '1.3'
+    RPC_API_VERSION = '1.4'
 
     def __init__(self, topic=rpc.AGENT_TOPIC):
         self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
@@ -116,3 +118,12 @@ class AgentAPI:
         cctxt = self.client.prepare(server=hostname, version='1.3',
                                     timeout=timeout)
         return cctxt.call(context, 'discover_now')
+
+    def ensure_mdevs(self, context, hostname, mdevs):
+        """Create on ``hostname`` those of ``mdevs`` (``{'pci_address',
+        'mdev_type', 'mdev_uuid'}``) that do not exist; an agent older
+        than 1.4 is not asked."""
+        if not self.client.can_send_version('1.4'):
+            return
+        cctxt = self.client.prepare(server=hostname, version='1.4')
+        cctxt.cast(context, 'ensure_mdevs', mdevs=mdevs)

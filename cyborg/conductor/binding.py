@@ -104,6 +104,19 @@ class Binding:
             self.agents.create_mdev(context, arq.hostname, _pci(info),
                                     info.get('asked_type'), handle.uuid)
 
+    def restore_mdevs(self, context, hostname):
+        """Ask the agent of ``hostname`` to create again the mdevs of its
+        bound ARQs that are missing: the kernel forgets mdevs at a reboot,
+        and the instances that use them are started again. Called when the
+        agent says hello; the agent skips the mdevs that exist."""
+        mdevs = [{'pci_address': _pci(arq.attach_handle_info),
+                  'mdev_type': arq.attach_handle_info.get('asked_type'),
+                  'mdev_uuid': arq.attach_handle_uuid}
+                 for arq in db_arqs.bound_mdevs(context, hostname)]
+        if mdevs:
+            self.agents.ensure_mdevs(context, hostname, mdevs)
+        return len(mdevs)
+
     def _remove_mdev(self, context, arq):
         if arq.attach_handle_type != MDEV or not arq.hostname:
             return

@@ -66,7 +66,14 @@ class ConductorManager:
 
     @messaging.expected_exceptions(exception.Invalid)
     def agent_hello(self, context, hello):
-        return self.liveness.hello(context, hello)
+        host = self.liveness.hello(context, hello)
+        try:
+            self.binding.restore_mdevs(context, hello.hostname)
+        except Exception:
+            # The hello stands; the next one tries again.
+            LOG.exception('Cannot ask %s to restore the mdevs of its bound '
+                          'ARQs', hello.hostname)
+        return host
 
     def agent_heartbeat(self, context, hostname):
         self.liveness.heartbeat(context, hostname)

@@ -77,6 +77,17 @@ def get_all(context, project_id=None, instance_uuid=None, states_in=None,
 
 
 @db_api.reader
+def bound_mdevs(context, hostname):
+    """The bound ARQs of ``hostname`` whose attach handle is an mdev."""
+    query = (_query(context)
+             .filter(ARQ.hostname == hostname)
+             .filter(ARQ.state == states.BOUND)
+             .filter(AH.attach_type == 'MDEV')
+             .order_by(ARQ.id))
+    return [_view(row) for row in query.all()]
+
+
+@db_api.reader
 def get(context, uuid, project_id=None):
     row = _query(context, project_id).filter(ARQ.uuid == uuid).first()
     if row is None:

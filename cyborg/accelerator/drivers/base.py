@@ -66,7 +66,8 @@ class MdevManager(abc.ABC):
     @abc.abstractmethod
     def create_mdev(self, pci_address, mdev_type, mdev_uuid):
         """Create mdev ``mdev_uuid`` of ``mdev_type`` on the function at
-        ``pci_address``; nothing when it exists already."""
+        ``pci_address``; True if created, False (and nothing done) when
+        it exists already."""
 
     @abc.abstractmethod
     def remove_mdev(self, pci_address, mdev_type, mdev_uuid):

@@ -57,8 +57,10 @@ class RPCAPIConsistencyTest(base.TestCase):
 class _RecordingClient:
     """Records what a client method prepares and calls."""
 
-    def __init__(self):
+    def __init__(self, cap=(1, 4)):
         self.prepared = []
+        self.cast_calls = []
+        self.cap = cap
 
     def prepare(self, **kwargs):
         self.prepared.append(kwargs)
@@ -66,6 +68,12 @@ class _RecordingClient:
 
     def call(self, context, method, **kwargs):
         return method
+
+    def cast(self, context, method, **kwargs):
+        self.cast_calls.append((method, kwargs))
+
+    def can_send_version(self, version):
+        return tuple(map(int, version.split('.'))) <= self.cap
 
 
 class TimeoutTest(base.TestCase):
@@ -78,3 +86,17 @@ class TimeoutTest(base.TestCase):
                            'timeout': agent_rpcapi.PROGRAM_TIMEOUT}],
                          api.client.prepared)
         self.assertGreaterEqual(agent_rpcapi.PROGRAM_TIMEOUT, 30 * 60)
+
+    def test_mdevs_to_restore_only_to_agents_that_know_the_call(self):
+        mdevs = [{'pci_address': '0000:3b:00.0', 'mdev_type': 'nvidia-222',
+                  'mdev_uuid': 'u1'}]
+        api = agent_rpcapi.AgentAPI.__new__(agent_rpcapi.AgentAPI)
+        api.client = _RecordingClient()
+        api.ensure_mdevs(None, 'host-1', mdevs)
+        self.assertEqual([{'server': 'host-1', 'version': '1.4'}],
+                         api.client.prepared)
+        self.assertEqual([('ensure_mdevs', {'mdevs': mdevs})],
+                         api.client.cast_calls)
+        api.client = _RecordingClient(cap=(1, 3))
+        api.ensure_mdevs(None, 'host-1', mdevs)
+        self.assertEqual([], api.client.cast_calls)

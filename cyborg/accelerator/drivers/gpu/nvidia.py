@@ -154,8 +154,9 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
     # unbound, by writing to sysfs through privsep.
 
     def create_mdev(self, pci_address, mdev_type, mdev_uuid):
+        """Create the mdev; True if created, False if it existed."""
         if os.path.exists(self.reader.path(pci_address, mdev_uuid)):
-            return
+            return False
         create = self.reader.path(pci_address, 'mdev_supported_types',
                                   mdev_type, 'create')
         if not os.path.exists(create):
@@ -164,6 +165,7 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
         privileged.write_sysfs(self.reader.root, create, mdev_uuid)
         LOG.info('Created mdev %s of type %s on %s', mdev_uuid, mdev_type,
                  pci_address)
+        return True
 
     def remove_mdev(self, pci_address, mdev_type, mdev_uuid):
         remove = self.reader.path(pci_address, mdev_uuid, 'remove')
