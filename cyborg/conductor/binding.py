@@ -25,6 +25,7 @@ from cyborg.common import profile_groups
 from cyborg.common import states
 from cyborg.conductor import inventory
 from cyborg.db import accelerator_requests as db_arqs
+from cyborg.db import hosts as db_hosts
 
 LOG = logging.getLogger(__name__)
 
@@ -131,9 +132,24 @@ class Binding:
                         arq.hostname, e)
 
     def _unbind(self, context, uuid, project_id):
-        self._remove_mdev(context, db_arqs.get(context, uuid, project_id))
+        arq = db_arqs.get(context, uuid, project_id)
+        self._remove_mdev(context, arq)
         db_arqs.unbind(context, uuid, project_id)
         LOG.info('ARQ %s unbound', uuid)
+        self.reports_due(context, [arq.hostname])
+
+    def reports_due(self, context, hostnames):
+        """After a release on ``hostnames``: ask the agents of those whose
+        last report kept something in use for a full report, which removes
+        what is free now."""
+        try:
+            for hostname in db_hosts.awaiting_report(
+                    context, [h for h in hostnames if h]):
+                LOG.info('Asking host %s for its report again: something '
+                         'it no longer reports may be free now', hostname)
+                self.agents.say_hello(context, hostname)
+        except Exception:
+            LOG.exception('Cannot ask hosts %s for their reports', hostnames)
 
     def delete(self, context, arq_uuids=None, instance_uuid=None,
                project_id=None):
@@ -143,6 +159,8 @@ class Binding:
         for arq in deleted:
             self._remove_mdev(context, arq)
         LOG.info('Deleted %d ARQs', len(deleted))
+        self.reports_due(context, sorted({arq.hostname for arq in deleted
+                                          if arq.hostname}))
 
     def notify(self, context):
         """Send Nova the events of every instance whose ARQs are all

@@ -24,7 +24,9 @@ Stub devices in a report are ignored. Something in use is never deleted:
 an attach handle that is ``in_use`` or referenced by an ARQ is kept, and
 so is a deployable (with its attributes and handles) that an ARQ
 references or that has such a handle, and the device holding it. They are
-kept (logged) until a later report, after their release, removes them.
+kept (logged) until a later report, after their release, removes them:
+such a report is not recorded as accepted (the host's hash stays empty),
+and releasing an ARQ on the host asks its agent for a full report.
 ``in_use`` itself is the conductor's to manage and is not taken from
 reports.
 """
@@ -330,6 +332,7 @@ class HostReconciler:
             LOG.warning('%d attach handles of deployable %s are no longer '
                         'reported but are in use; they are kept',
                         len(diff.removed) - len(gone), node.row.name)
+            self.counts['handles_kept'] += len(diff.removed) - len(gone)
         db_devices.delete_ids(self.context, models.AttachHandle,
                               [h.id for h in gone])
         db_devices.add(self.context, [
@@ -365,7 +368,7 @@ class HostReconciler:
 
 
 Pending = collections.namedtuple('Pending',
-                                 'host_id generation providers events')
+                                 'host_id generation providers events kept')
 
 
 @db_api.retry_on_deadlock
@@ -389,7 +392,8 @@ def reconcile(context, hostname, devices, report_hash,
         for row, attributes, disabled
         in db_devices.get_providers(context, hostname)]
     return Pending(host.id, generation, [p for p in providers if p],
-                   reconciler.events)
+                   reconciler.events,
+                   counts['kept_in_use'] + counts['handles_kept'])
 
 
 def notify_device_events(context, events):
@@ -436,6 +440,16 @@ class Reporting:
                         'retry: %s', hostname, e)
             db_hosts.set_sync_pending(context, hostname, True)
             return None
+        if pending.kept:
+            # The database does not show this report yet: what it no
+            # longer lists but is in use stays until released. The host's
+            # hash stays empty, and a release on the host asks its agent
+            # for the report again (Binding.reports_due), which removes
+            # them then.
+            LOG.info('Host %s: %d items no longer reported are in use; '
+                     'its report is applied again once they are released',
+                     hostname, pending.kept)
+            return report_hash
         db_devices.accept_report(context, pending.host_id,
                                  pending.generation, report_hash)
         return report_hash

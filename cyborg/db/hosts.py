@@ -137,3 +137,18 @@ def set_sync_pending(context, hostname, pending):
 def sync_pending_hosts(context):
     return [row.hostname for row in context.session.query(
         models.Host.hostname).filter(models.Host.sync_pending.is_(True))]
+
+
+@db_api.reader
+def awaiting_report(context, hostnames):
+    """Those of ``hostnames`` that are up and have reported, but whose last
+    report is not recorded as applied (``report_hash`` empty: something
+    it no longer lists was kept in use, or Placement lags behind)."""
+    if not hostnames:
+        return []
+    return sorted(row.hostname for row in context.session.query(
+        models.Host.hostname).filter(
+            models.Host.hostname.in_(sorted(set(hostnames))),
+            models.Host.status == 'up',
+            models.Host.report_generation > 0,
+            models.Host.report_hash.is_(None)))

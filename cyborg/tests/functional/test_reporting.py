@@ -230,6 +230,21 @@ class _ReportingTests:
         self.assertEqual(1, len(self.host_deployables()))
         self.assertEqual(16, len(self.rows(models.AttachHandle)))
         self.assertIsNotNone(self.provider('%s_dev0' % self.hostname))
+        # Not recorded as applied: a release asks for the report again,
+        # and the same report then does what it could not.
+        self.assertEqual([self.hostname], db_hosts.awaiting_report(
+            self.ctx, [self.hostname, 'other-host']))
+        with db_api.writer.using(self.ctx) as session:
+            session.query(models.AttachHandle).update({'in_use': False})
+        _, accepted = self.report([])
+        self.assertEqual([], self.host_deployables())
+        self.assertEqual([], db_hosts.awaiting_report(self.ctx,
+                                                      [self.hostname]))
+        self.report([get_test_device(self.hostname)])
+        with db_api.writer.using(self.ctx) as session:
+            handle = session.query(models.AttachHandle).first()
+            handle.in_use = True
+        self.report([])
         with db_api.writer.using(self.ctx) as session:
             session.query(models.AttachHandle).update({'in_use': False})
         self.report([get_test_device(self.hostname, function=3)])

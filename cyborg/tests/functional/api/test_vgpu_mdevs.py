@@ -122,3 +122,21 @@ class VgpuMdevTest(test_deployables.Inventory, base.APIResourceTestCase):
         self.assertNotIn('Restoring', self.logs.output)
         self.assertEqual('', self.tree.read(GPU, CREATE))
         self.assertNotEqual('', mdev)
+
+    def test_gone_gpu_is_kept_while_bound_and_removed_after(self):
+        self.bound_mdev()
+        self.tree.remove(GPU)
+        self.agent._rescan()
+        # In use: kept, in the database and in Placement.
+        [kept] = self.rows(models.Deployable)
+        self.assertEqual(self.vgpu.name, kept.name)
+        self.assertEqual(200, self.placement.get(
+            '/resource_providers/%s' % kept.rp_uuid)[0])
+        [arq] = self.rows(models.ExtendedAcceleratorRequest)
+        response = self.delete(PATH, headers=base.MEMBER, service=True,
+                               arqs=arq.uuid)
+        self.assertEqual(204, response.status_int, response.body)
+        # The release asked the agent for its report: the GPU is gone.
+        wait_for(lambda: self.rows(models.Deployable) == [], timeout=10)
+        wait_for(lambda: self.placement.get(
+            '/resource_providers/%s' % kept.rp_uuid)[0] == 404, timeout=10)
