@@ -68,6 +68,22 @@ def _has_reports(host):
             and host.report_generation > 0)
 
 
+#: The generic driver comes after the vendor drivers, which know their
+#: hardware better, whatever the order of ``[agent] enabled_drivers``.
+GENERIC_DRIVERS = ('pci_driver',)
+
+
+def _claim_order(drivers):
+    return sorted(drivers, key=lambda name: name in GENERIC_DRIVERS)
+
+
+def _cpid_info(device):
+    try:
+        return device.controlpath_id.cpid_info
+    except Exception:
+        return None
+
+
 class AgentManager(admin.AdminEndpoints):
     """Endpoints of topic ``cyborg-agent``; see rpcapi for versions."""
 
@@ -84,6 +100,8 @@ class AgentManager(admin.AdminEndpoints):
         self._lock = threading.Lock()
         self._report_lock = threading.Lock()
         self._watcher = None
+        # (driver, control path) overlaps already logged.
+        self._overlaps = set()
         # (hash, devices) of a report the conductor has not accepted yet.
         self._pending = None
         self._state = agent_state.load(conf.agent.state_file, host,
@@ -249,15 +267,45 @@ class AgentManager(admin.AdminEndpoints):
 
     def get_hardware(self, context):
         devices = []
+        claimed = {}
         # The drivers share one read of the PCI tree.
         with sysfs.one_pass():
-            for name, driver in self.drivers.items():
+            for name in _claim_order(self.drivers):
                 try:
-                    devices.extend(driver.discover())
+                    found = self.drivers[name].discover()
                 except Exception:
                     LOG.exception('Driver %s failed to discover hardware',
                                   name)
+                    continue
+                devices.extend(self._unclaimed(name, found, claimed))
         return devices
+
+    def _unclaimed(self, name, devices, claimed):
+        """Those of ``devices`` (found by driver ``name``) no driver before
+        it offered: a function offered twice, say by pci_driver through a
+        whitelist spec and by a vendor driver, would make the conductor
+        refuse the whole report. The first driver keeps it; the overlap
+        is logged once."""
+        result = []
+        for device in devices:
+            keys = [('device', _cpid_info(device))] + [
+                ('deployable', dep.name)
+                for dep in getattr(device, 'deployable_list', [])]
+            owners = {claimed[key] for key in keys if key in claimed}
+            if owners:
+                warning = (name, keys[0][1])
+                if warning not in self._overlaps:
+                    self._overlaps.add(warning)
+                    LOG.warning('Driver %s also offers %s, which driver %s '
+                                'offers already; it is left to %s. Narrow '
+                                'the configuration of one of them.',
+                                name, keys[0][1], ', '.join(sorted(owners)),
+                                ', '.join(sorted(owners)))
+                continue
+            for key in keys:
+                claimed[key] = name
+            result.append(device)
+        return result
 
     def discover(self, context):
         self.say_hello(context)

@@ -66,6 +66,26 @@ class HeartbeatAndRescanTest(base.AgentTestCase):
         agent.get_hardware(None)
         self.assertEqual(2, self.logs.output.count('Skipping PCI function'))
 
+    def test_a_function_two_drivers_offer_is_reported_once(self):
+        # The generic driver's spec also matches the T4 the NVIDIA driver
+        # offers: the vendor driver keeps it, whatever the order.
+        self.flags(enabled_drivers=['pci_driver'] + base.DRIVERS,
+                   group='agent')
+        self.flags(passthrough_whitelist=[json.dumps(
+            {'vendor_id': '10de', 'product_id': '1eb8'})], group='pci')
+        agent = self.agent()
+        for _ in range(2):
+            devices = agent.get_hardware(None)
+            names = [dep.name for device in devices
+                     for dep in device.deployable_list]
+            self.assertEqual(len(names), len(set(names)))
+            [gpu] = [device for device in devices if device.type == 'GPU']
+            self.assertEqual('PGPU', gpu.deployable_list[0].attribute_list[
+                0].value)
+        self.assertEqual(1, self.logs.output.count(
+            'Driver pci_driver also offers'))
+        self.assertIn('left to nvidia_gpu_driver', self.logs.output)
+
     def test_conductor_asks_for_a_full_report(self):
         agent = self.started_agent()
         agent.say_hello(None)
