@@ -439,6 +439,10 @@ class Reporting:
                         'will be on its next report or by the periodic '
                         'retry: %s', hostname, e)
             db_hosts.set_sync_pending(context, hostname, True)
+            # Part of this sync may have landed after a newer report's:
+            # no report of the host counts as shown any more, so the next
+            # one syncs again.
+            db_hosts.forget_report(context, hostname)
             return None
         if pending.kept:
             # The database does not show this report yet: what it no
@@ -446,10 +450,44 @@ class Reporting:
             # hash stays empty, and a release on the host asks its agent
             # for the report again (Binding.reports_due), which removes
             # them then.
-            LOG.info('Host %s: %d items no longer reported are in use; '
-                     'its report is applied again once they are released',
-                     hostname, pending.kept)
-            return report_hash
-        db_devices.accept_report(context, pending.host_id,
-                                 pending.generation, report_hash)
+            current = db_devices.get_report_state(
+                context, hostname).generation == pending.generation
+            if current:
+                LOG.info('Host %s: %d items no longer reported are in use; '
+                         'its report is applied again once they are '
+                         'released', hostname, pending.kept)
+        else:
+            current = db_devices.accept_report(
+                context, pending.host_id, pending.generation, report_hash)
+        if not current:
+            self._catch_up(context, hostname)
+            return None
         return report_hash
+
+    def _catch_up(self, context, hostname, attempts=5):
+        """A newer report of the host (on another conductor, or in another
+        thread) started while we synced Placement, so our older providers
+        may have landed after its. Sync again from what the database shows
+        now, until no report started during the sync."""
+        LOG.info('A newer report of host %s came in while Placement was '
+                 'synced; syncing it again from the database', hostname)
+        for _attempt in range(attempts):
+            before = db_devices.get_report_state(context, hostname)
+            providers = [placement_sync.wanted_provider(
+                row.name, row.num_accelerators, attributes, disabled)
+                for row, attributes, disabled
+                in db_devices.host_providers(context, hostname)]
+            try:
+                self.sync.sync_host(hostname, [p for p in providers if p])
+            except SYNC_ERRORS as e:
+                LOG.warning('Placement could not be synced for host %s; '
+                            'the periodic retry will: %s', hostname, e)
+                db_hosts.set_sync_pending(context, hostname, True)
+                db_hosts.forget_report(context, hostname)
+                return
+            after = db_devices.get_report_state(context, hostname)
+            if after.generation == before.generation:
+                return
+        # Reports keep coming; the last one's conductor catches up.
+        LOG.info('Host %s keeps reporting; leaving its Placement sync to '
+                 'its newest report', hostname)

@@ -152,3 +152,14 @@ def awaiting_report(context, hostnames):
             models.Host.status == 'up',
             models.Host.report_generation > 0,
             models.Host.report_hash.is_(None)))
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def forget_report(context, hostname):
+    """Placement may not show the host's accepted report: clear its hash,
+    so that the next report, even an unchanged one, is synced again."""
+    context.session.query(models.Host).filter(
+        models.Host.hostname == hostname,
+        models.Host.report_hash.isnot(None)).update(
+        {'report_hash': None}, synchronize_session=False)

@@ -1,0 +1,127 @@
+"""Two conductors on one database and one broker share the work: reports
+of the same hosts, sent at once and out of order, end with the database
+and Placement showing each host's last report, whichever conductor took
+which."""
+
+import collections
+import concurrent.futures
+import uuid
+
+from cyborg.agent import manager as agent_manager
+from cyborg.common import context
+from cyborg.common import rpc
+from cyborg.conductor import manager as conductor_manager
+from cyborg.conductor import placement_sync
+from cyborg.conductor import rpcapi as conductor_rpcapi
+from cyborg.db import api as db_api
+from cyborg.db import models
+from cyborg.objects import host as host_obj
+from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.functional import placement_fixture
+from cyborg.tests.functional.test_reporting import get_test_device
+
+HOSTS = 6
+
+
+def versions(hostname):
+    """Three successive reports of a host: devices come, change and go."""
+    return [
+        [get_test_device(hostname, 0), get_test_device(hostname, 1)],
+        [get_test_device(hostname, 1, num=4), get_test_device(hostname, 2)],
+        [get_test_device(hostname, 2, num=8), get_test_device(hostname, 3,
+                                                              num=2)],
+    ]
+
+
+class _TwoConductorsTests:
+
+    def setUp(self):
+        super().setUp()
+        self.useFixture(cyborg_fixtures.Database(self, self.backend))
+        # Both conductors consume the one conductor topic (in-process
+        # messaging: they compete for each message as on RabbitMQ).
+        self.useFixture(cyborg_fixtures.Messaging(self, self.conf, 'fake'))
+        self.placement = self.useFixture(
+            placement_fixture.Placement(self.conf))
+        self.ctx = context.get_admin_context()
+        self.taken = collections.Counter()
+        for name in ('ctl-1', 'ctl-2'):
+            manager = conductor_manager.ConductorManager(name, self.conf)
+            manager.report_data = self._counted(name, manager.report_data)
+            cyborg_fixtures.start_rpc_service(self, manager,
+                                              rpc.CONDUCTOR_TOPIC, name)
+        self.api = conductor_rpcapi.ConductorAPI()
+        self.hosts = ['two-%s-%d' % (uuid.uuid4().hex[:6], i)
+                      for i in range(HOSTS)]
+        self.roots = {}
+        for hostname in self.hosts:
+            self.roots[hostname] = self.placement.create_compute_node(
+                hostname)['uuid']
+            self.api.agent_hello(self.ctx, host_obj.AgentHello(
+                hostname=hostname, status='READY', endpoint=hostname,
+                version='1', drivers=[]))
+
+    def _counted(self, name, function):
+        def report_data(context, hostname, devices, report_hash):
+            self.taken[name] += 1
+            return function(context, hostname, devices, report_hash)
+        return report_data
+
+    def send(self, hostname, devices):
+        digest = agent_manager.report_hash(devices)
+        return self.api.report_data(self.ctx, hostname, devices, digest,
+                                    timeout=60) == digest
+
+    def database_shows(self, hostname):
+        with db_api.reader.using(self.ctx) as session:
+            rows = (session.query(models.Deployable)
+                    .join(models.Device,
+                          models.Device.id == models.Deployable.device_id)
+                    .filter(models.Device.hostname == hostname).all())
+            return sorted((d.name, d.num_accelerators) for d in rows)
+
+    def placement_shows(self, hostname):
+        _, body = self.placement.get('/resource_providers?in_tree=%s'
+                                     % self.roots[hostname])
+        shown = []
+        for provider in body['resource_providers']:
+            if provider['uuid'] == self.roots[hostname]:
+                continue
+            self.assertEqual(placement_sync.provider_uuid(provider['name']),
+                             provider['uuid'])
+            _, inventories = self.placement.get(
+                '/resource_providers/%s/inventories' % provider['uuid'])
+            [inventory] = inventories['inventories'].values()
+            shown.append((provider['name'], inventory['total']))
+        return sorted(shown)
+
+    def test_reports_out_of_order_end_with_the_last_one(self):
+        burst = [(hostname, report) for hostname in self.hosts
+                 for report in versions(hostname)]
+        with concurrent.futures.ThreadPoolExecutor(len(burst)) as pool:
+            # Not every report is accepted in a race; none may fail.
+            list(pool.map(lambda item: self.send(*item), burst))
+        # Each agent then sends its newest report until it is accepted.
+        for hostname in self.hosts:
+            last = versions(hostname)[-1]
+            for _ in range(10):
+                if self.send(hostname, last):
+                    break
+            else:
+                self.fail('the last report of %s was never accepted'
+                          % hostname)
+        for hostname in self.hosts:
+            wanted = [('%s_dev2' % hostname, 8), ('%s_dev3' % hostname, 2)]
+            self.assertEqual(wanted, self.database_shows(hostname))
+            self.assertEqual(wanted, self.placement_shows(hostname))
+        # Both conductors took reports.
+        self.assertEqual({'ctl-1', 'ctl-2'}, set(self.taken))
+
+
+class TwoConductorsMySQLTest(_TwoConductorsTests, base.TestCase):
+    backend = 'mysql'
+
+
+class TwoConductorsPostgreSQLTest(_TwoConductorsTests, base.TestCase):
+    backend = 'postgresql'
