@@ -92,13 +92,11 @@ class Devices:
     def sync_host(self, context, hostname):
         """Placement shows the host's deployables as the database does;
         False (and the host marked pending) when Placement failed."""
-        down = self._host_down(context, hostname)
-        providers = [placement_sync.wanted_provider(
-            row.name, row.num_accelerators, attributes, disabled or down)
-            for row, attributes, disabled
-            in db_devices.host_providers(context, hostname)]
+        providers = placement_sync.wanted_providers(
+            db_devices.host_providers(context, hostname),
+            reserve_all=self._host_down(context, hostname))
         try:
-            self.sync.sync_host(hostname, [p for p in providers if p])
+            self.sync.sync_host(hostname, providers)
         except reporting.SYNC_ERRORS as e:
             LOG.warning('Placement could not be synced for host %s; the '
                         'periodic task will retry: %s', hostname, e)

@@ -54,6 +54,16 @@ def _valid_trait(name):
     return os_traits.is_custom(name) or name in os_traits.get_traits()
 
 
+def wanted_providers(rows, reserve_all=False):
+    """The Providers for ``rows`` (deployable row, {key: value},
+    reserved), as ``db_devices.get_providers`` gives them; deployables
+    without a usable resource class are left out."""
+    providers = (wanted_provider(row.name, row.num_accelerators, attributes,
+                                 reserved or reserve_all)
+                 for row, attributes, reserved in rows)
+    return [p for p in providers if p]
+
+
 def wanted_provider(name, num_accelerators, attributes, reserved=False):
     """The Provider for a deployable with ``attributes`` ({key: value}),
     or None when it has no usable resource class."""

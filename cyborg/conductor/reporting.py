@@ -387,11 +387,9 @@ def reconcile(context, hostname, devices, report_hash,
     if +counts:
         LOG.info('Report of host %s applied: %s', hostname, ', '.join(
             '%s %d' % item for item in sorted(counts.items()) if item[1]))
-    providers = [placement_sync.wanted_provider(
-        row.name, row.num_accelerators, attributes, disabled)
-        for row, attributes, disabled
-        in db_devices.get_providers(context, hostname)]
-    return Pending(host.id, generation, [p for p in providers if p],
+    providers = placement_sync.wanted_providers(
+        db_devices.get_providers(context, hostname))
+    return Pending(host.id, generation, providers,
                    reconciler.events,
                    counts['kept_in_use'] + counts['handles_kept'])
 
@@ -473,12 +471,10 @@ class Reporting:
                  'synced; syncing it again from the database', hostname)
         for _attempt in range(attempts):
             before = db_devices.get_report_state(context, hostname)
-            providers = [placement_sync.wanted_provider(
-                row.name, row.num_accelerators, attributes, disabled)
-                for row, attributes, disabled
-                in db_devices.host_providers(context, hostname)]
+            providers = placement_sync.wanted_providers(
+                db_devices.host_providers(context, hostname))
             try:
-                self.sync.sync_host(hostname, [p for p in providers if p])
+                self.sync.sync_host(hostname, providers)
             except SYNC_ERRORS as e:
                 LOG.warning('Placement could not be synced for host %s; '
                             'the periodic retry will: %s', hostname, e)
