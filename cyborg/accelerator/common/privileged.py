@@ -35,6 +35,25 @@ def write_sysfs(sysfs_root, path, value):
         f.write(value)
 
 
+@privsep.sys_admin_pctxt.entrypoint
+def set_vgpu_type(sysfs_root, vf_path, type_number):
+    """Give the VF at ``vf_path`` (under ``sysfs_root``) the vGPU type
+    ``type_number`` (NVIDIA vendor-specific VFIO: its
+    ``nvidia/current_vgpu_type``); 0 removes its vGPU."""
+    if not isinstance(type_number, int) or type_number < 0:
+        raise ValueError('%r is not a vGPU type number' % (type_number,))
+    root = os.path.realpath(sysfs_root)
+    path = os.path.realpath(os.path.join(vf_path, 'nvidia',
+                                         'current_vgpu_type'))
+    if not path.startswith(root + os.sep):
+        raise ValueError('%s is not under %s' % (vf_path, sysfs_root))
+    if not path.endswith(os.sep + os.path.join('nvidia',
+                                                'current_vgpu_type')):
+        raise ValueError('%s is not a file cyborg writes' % path)
+    with open(path, 'w') as f:
+        f.write('%d\n' % type_number)
+
+
 # Programs that load a bitstream into an FPGA: the directory where their
 # vendor installs them (searched after the daemon's PATH, which sudo
 # resets to a root-owned one) and how long one run may take. The daemon

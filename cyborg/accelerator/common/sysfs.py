@@ -16,6 +16,7 @@ file and nothing else.
 import contextlib
 import dataclasses
 import os
+import re
 import threading
 
 from oslo_log import log as logging
@@ -76,6 +77,27 @@ class MdevType:
     available_instances: int
     device_api: str | None
     devices: tuple = ()
+
+
+@dataclasses.dataclass(frozen=True)
+class VendorVgpu:
+    """The ``nvidia/`` directory of a VF under NVIDIA's vendor-specific
+    VFIO vGPU (vGPU 17 and later; Ada, Hopper, Blackwell): the vGPU type
+    the VF carries (0 for none) and the types it can take now, by number.
+    """
+
+    current: int
+    creatable: dict
+
+
+# One "<number> : <name>" entry of creatable_vgpu_types; the header line
+# "ID    : vGPU Name" has no number and is not one.
+_CREATABLE = re.compile(r'^\s*(\d+)\s*:\s*(\S.*?)\s*$', re.M)
+
+
+def parse_creatable_vgpu_types(text):
+    """``{number: name}`` from a ``creatable_vgpu_types`` file."""
+    return {int(number): name for number, name in _CREATABLE.findall(text)}
 
 
 def _read_text(path):
@@ -279,6 +301,22 @@ class PciReader:
         except UnreadableFunction as e:
             LOG.warning('%s', e)
             return None
+
+    def vendor_vgpu(self, address):
+        """The VendorVgpu of a VF, None if it has no ``nvidia/`` vGPU
+        files; raises UnreadableFunction on bad content."""
+        current = _read_int(self.path(address, 'nvidia',
+                                      'current_vgpu_type'))
+        if current is None:
+            return None
+        if current < 0:
+            raise UnreadableFunction('%s current_vgpu_type is %d'
+                                     % (address, current))
+        creatable = _read_text(self.path(address, 'nvidia',
+                                         'creatable_vgpu_types'))
+        return VendorVgpu(current=current,
+                          creatable=parse_creatable_vgpu_types(
+                              creatable or ''))
 
     def mdev_types(self, address):
         """The function's ``mdev_supported_types`` by type id.

@@ -3,10 +3,24 @@
 A GPU (PCI class 03, vendor 10de, a physical function) is offered in
 exactly one way:
 
-* as VGPU if ``[vgpu_<type>] device_addresses`` lists it: inventory is the
-  type's ``available_instances`` plus the mdevs of that type that exist,
-  read from the GPU itself or, for SR-IOV vGPU (Ampere and later), from its
-  VFs; one MDEV attach handle per slot;
+* as VGPU if ``[vgpu_<type>] device_addresses`` lists it, with one
+  deployable for the GPU whatever the vGPU flavour:
+
+  - classic vGPU (mdev): inventory is the type's ``available_instances``
+    plus the mdevs of that type that exist, read from the GPU itself or,
+    for SR-IOV vGPU on Ampere, from its VFs; one MDEV attach handle per
+    slot, the mdev is created when a request is bound;
+  - vendor-specific VFIO vGPU (vGPU 17 and later on Ada, Hopper and
+    Blackwell; no mdevs): each VF carries at most one vGPU, set by writing
+    the type's number to its ``nvidia/current_vgpu_type``. The driver
+    keeps the GPU carved as configured: every free VF on which the kernel
+    says the type is creatable gets it, until the GPU is full (also after
+    a reboot, which forgets the carving); one PCI attach handle per VF of
+    the type;
+
+  MIG-backed vGPU types (``A100-1-5C``, ``H200X-1-18C``: GPU slices and
+  memory) are types like the others, creatable once MIG mode is on and
+  GPU instances exist;
 * otherwise as one PGPU, but only when nothing else may be using it.
 
 Fail closed (upstream offers these as free PGPUs): a GPU with SR-IOV VFs
@@ -22,6 +36,7 @@ from oslo_log import log as logging
 from cyborg.accelerator.common import pci
 from cyborg.accelerator.common import privileged
 from cyborg.accelerator.common import records
+from cyborg.accelerator.common import sysfs
 from cyborg.accelerator.drivers import base
 from cyborg.conf import drivers as drivers_conf
 
@@ -35,7 +50,8 @@ VGPU = 'VGPU'
 PASSTHROUGH_DRIVERS = frozenset([None, 'vfio-pci', 'nvidia'])
 MODELS = {'1eb8': 'Tesla T4', '1db4': 'Tesla V100 PCIe 16GB',
           '20b0': 'A100 SXM4 40GB', '20b5': 'A100 PCIe 80GB',
-          '2236': 'A10', '25b6': 'A16', '2331': 'H100 PCIe'}
+          '2236': 'A10', '25b6': 'A16', '2331': 'H100 PCIe',
+          '2335': 'H200 SXM 141GB', '26b9': 'L40S'}
 
 
 def vgpu_trait_name(product, mdev_name, type_id):
@@ -47,6 +63,14 @@ def vgpu_trait_name(product, mdev_name, type_id):
     words = mdev_name.split()
     return records.custom_name('NVIDIA', product,
                                words[1] if len(words) > 1 else type_id)
+
+
+def vgpu_type_number(type_id):
+    """The number of a vGPU type id (``nvidia-1414`` or ``1414``), None if
+    it has none. Vendor-specific VFIO names types by number only."""
+    number = type_id[len('nvidia-'):] if type_id.startswith(
+        'nvidia-') else type_id
+    return int(number) if number.isdigit() else None
 
 
 def read_vgpu_config(conf):
@@ -124,11 +148,12 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
                                   driver_name=DRIVER_NAME)
 
     def _vgpu(self, function, functions, type_id):
-        if function.virtfns:  # SR-IOV vGPU: the types live on the VFs
-            holders = [functions[a] for a in function.virtfns
-                       if a in functions]
-        else:
-            holders = [function]
+        vfs = [functions[a] for a in function.virtfns if a in functions]
+        if any(os.path.exists(self.reader.path(
+                vf.address, 'nvidia', 'current_vgpu_type')) for vf in vfs):
+            return self._vendor_vgpu(function, vfs, type_id)
+        # SR-IOV vGPU (Ampere): the mdev types live on the VFs.
+        holders = vfs if function.virtfns else [function]
         handles, mdev_name = [], None
         for holder in holders:
             mdev_type = self.reader.mdev_types(holder.address).get(type_id)
@@ -140,6 +165,11 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
                 handles.append(records.mdev_handle(holder.address, type_id,
                                                    len(handles)))
         if mdev_name is None:
+            if not function.virtfns and function.sriov_totalvfs:
+                raise base.NotReady(
+                    'vGPU type %s is not on this GPU and its SR-IOV VFs are '
+                    'not enabled; enable them (NVIDIA\'s sriov-manage -e '
+                    '%s)' % (type_id, function.address))
             raise base.NotReady('vGPU type %s is not supported by this GPU '
                                 'or its VFs' % type_id)
         if not handles:
@@ -149,6 +179,64 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
                   vgpu_trait_name(function.product, mdev_name, type_id)]
         return records.deployable(self.host, function.address, VGPU, traits,
                                   handles, driver_name=DRIVER_NAME)
+
+    def _vendor_vgpu(self, function, vfs, type_id):
+        """Vendor-specific VFIO: the VFs of ``function`` that carry vGPU
+        type ``type_id``, after giving it to the free VFs that can take
+        it."""
+        number = vgpu_type_number(type_id)
+        if number is None:
+            raise base.NotReady(
+                'its VFs take vGPU types by number; name the type '
+                'nvidia-<number> (from the VFs\' nvidia/creatable_vgpu_types)'
+                ' in [gpu_devices] enabled_vgpu_types')
+        handles, others = [], []
+        for vf in vfs:
+            try:
+                state = self.reader.vendor_vgpu(vf.address)
+            except sysfs.UnreadableFunction as e:
+                LOG.warning('Skipping VF %s of GPU %s: %s', vf.address,
+                            function.address, e)
+                continue
+            if state is None:
+                continue
+            current = state.current
+            if current == 0 and number in state.creatable:
+                current = self._carve(vf, number)
+            if current == number:
+                handles.append(records.pci_handle(vf.address))
+            elif current:
+                others.append('%s (type %d)' % (vf.address, current))
+        if others:
+            LOG.warning('GPU %s is listed for vGPU type %d but its VFs %s '
+                        'carry other types; they are not offered',
+                        function.address, number, ', '.join(others))
+        if not handles:
+            raise base.NotReady(
+                'no VF can take vGPU type %d now (nvidia/creatable_vgpu_types'
+                ' of its free VFs does not list it); a MIG-backed type needs '
+                'MIG mode on and free GPU instances' % number)
+        traits = [records.OWNER_CYBORG,
+                  records.custom_name('NVIDIA', function.product, 'VGPU',
+                                      number)]
+        return records.deployable(self.host, function.address, VGPU, traits,
+                                  handles, driver_name=DRIVER_NAME)
+
+    def _carve(self, vf, number):
+        """Give the free ``vf`` vGPU type ``number``; the type it carries
+        afterwards (0 if the kernel refused)."""
+        try:
+            privileged.set_vgpu_type(self.reader.root,
+                                     self.reader.path(vf.address), number)
+            state = self.reader.vendor_vgpu(vf.address)
+        except (OSError, sysfs.UnreadableFunction) as e:
+            LOG.warning('Could not give VF %s vGPU type %d: %s', vf.address,
+                        number, e)
+            return 0
+        if state is not None and state.current == number:
+            LOG.info('VF %s now carries vGPU type %d', vf.address, number)
+            return number
+        return state.current if state else 0
 
     # mdevs, created when an ARQ for a vGPU is bound and removed when it is
     # unbound, by writing to sysfs through privsep.

@@ -30,6 +30,8 @@ Card = collections.namedtuple(
 CARDS = {
     'tesla_t4': Card('10de', '1eb8', '030200', 'nvidia', None, None, None),
     'a100': Card('10de', '20b0', '030200', 'nvidia', '20b0', 'nvidia', 16),
+    'h200_sxm': Card('10de', '2335', '030200', 'nvidia', '2335', 'nvidia',
+                     16),
     'qat_c62x': Card('8086', '37c8', '0b4000', 'c6xx', '37c9', 'c6xxvf',
                      16),
     'qat_4xxx': Card('8086', '4940', '0b4000', '4xxx', '4941', 'vfio-pci',
@@ -235,6 +237,15 @@ CARDS.update({
                       None),
     'u250_user': Card('10ee', '5005', '120000', 'xocl', None, None, None),
 })
+
+
+def add_vendor_vgpu(tree, vf, creatable, current=0):
+    """The ``nvidia/`` files of a VF under NVIDIA's vendor-specific VFIO
+    vGPU: ``creatable`` is ``[(number, name)]``, as the kernel lists
+    them."""
+    tree.write(vf, 'nvidia/current_vgpu_type', '%d\n' % current)
+    tree.write(vf, 'nvidia/creatable_vgpu_types', 'ID    : vGPU Name\n' +
+               ''.join('%-5d : %s\n' % entry for entry in creatable))
 
 
 def add_opae(tree, address, interface_id=None, afu_id=None,

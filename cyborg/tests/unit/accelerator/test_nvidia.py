@@ -1,5 +1,6 @@
 """nvidia_gpu_driver against captured-style sysfs trees."""
 
+import errno
 import json
 import os
 import uuid
@@ -167,6 +168,190 @@ class NvidiaGpuDriverTest(sysfs.SysfsTestCase):
                               nvidia.NvidiaGpuDriver)
         self.assertEqual(('READY', 'GPU'),
                          (statuses[0].status, statuses[0].device_type))
+
+
+class VendorVgpuTest(sysfs.SysfsTestCase):
+    """Vendor-specific VFIO vGPU (Hopper): each VF carries one vGPU, set
+    by number in its nvidia/current_vgpu_type; the driver carves the free
+    VFs of a listed GPU (writes run in-process here)."""
+
+    GPU = '0000:41:00.0'
+    WHOLE = (1428, 'NVIDIA H200X-141C')
+    MIG_1G = (1414, 'NVIDIA H200X-1-18C')
+    MIG_2G = (1415, 'NVIDIA H200X-2-35C')
+
+    def setUp(self):
+        super().setUp()
+        privsep.sys_admin_pctxt.set_client_mode(False)
+        self.addCleanup(privsep.sys_admin_pctxt.set_client_mode, True)
+        self.vfs = self.tree.add_card('h200_sxm', self.GPU, vfs=4)
+
+    def configure(self, type_id='nvidia-1414'):
+        self.flags(group='gpu_devices', enabled_vgpu_types=[type_id])
+        drivers_conf.register_vgpu_opts(self.conf, type_id)
+        self.flags(group='vgpu_' + type_id, device_addresses=[self.GPU])
+
+    def current(self, vf):
+        return self.tree.read(vf, 'nvidia/current_vgpu_type').strip()
+
+    def discover(self):
+        return nvidia.NvidiaGpuDriver(self.conf).discover()
+
+    def handle_addresses(self, deployable):
+        return ['0000:%(bus)s:%(device)s.%(function)s' % json.loads(
+            h.attach_info) for h in deployable.attach_handle_list]
+
+    def test_free_vfs_are_carved_until_the_gpu_is_full(self):
+        vf0, vf1, vf2, vf3 = self.vfs
+        sysfs.add_vendor_vgpu(self.tree, vf0, [], current=1414)
+        sysfs.add_vendor_vgpu(self.tree, vf1, [self.MIG_1G, self.MIG_2G])
+        # The kernel lists nothing more once the GPU is full.
+        sysfs.add_vendor_vgpu(self.tree, vf2, [])
+        sysfs.add_vendor_vgpu(self.tree, vf3, [], current=1415)
+        self.configure()
+        [device] = self.discover()
+        self.assertEqual('H200 SXM 141GB', device.model)
+        [vgpu] = device.deployable_list
+        self.assertEqual(PREFIX + '0000_41_00_0', vgpu.name)
+        self.assertEqual('VGPU', self.rc(vgpu))
+        self.assertEqual(['CUSTOM_NVIDIA_2335_VGPU_1414', 'OWNER_CYBORG'],
+                         self.traits(vgpu))
+        self.assertEqual(2, vgpu.num_accelerators)
+        self.assertEqual({'PCI'}, {h.attach_type
+                                   for h in vgpu.attach_handle_list})
+        self.assertEqual([str(vf0), str(vf1)], self.handle_addresses(vgpu))
+        self.assertEqual(['1414', '1414', '0', '1415'],
+                         [self.current(vf) for vf in self.vfs])
+        self.assertIn('%s (type 1415)' % (vf3,), self.logs.output)
+
+    def test_a_reboot_forgets_the_carving_and_discovery_restores_it(self):
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.WHOLE, self.MIG_1G])
+        self.configure()
+        first = self.discover()
+        self.assertEqual(['1414'] * 4, [self.current(vf) for vf in self.vfs])
+        # A carved GPU lists nothing creatable; the next scan changes
+        # nothing.
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [], current=1414)
+        self.assertEqual(first, self.discover())
+        for vf in self.vfs:  # reboot
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.WHOLE, self.MIG_1G])
+        again = self.discover()
+        self.assertEqual(['1414'] * 4, [self.current(vf) for vf in self.vfs])
+        self.assertEqual(
+            [str(vf) for vf in self.vfs],
+            self.handle_addresses(again[0].deployable_list[0]))
+        self.assertEqual(first, again)
+
+    def test_the_type_may_be_named_by_its_number(self):
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.WHOLE])
+        self.configure('1428')
+        [device] = self.discover()
+        self.assertEqual(['CUSTOM_NVIDIA_2335_VGPU_1428', 'OWNER_CYBORG'],
+                         self.traits(device.deployable_list[0]))
+
+    def test_a_type_without_a_number_is_not_offered(self):
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.WHOLE])
+        self.configure('grid-h200')
+        self.assertEqual([], self.discover())
+        self.assertIn('nvidia-<number>', self.logs.output)
+        self.assertEqual(['0'] * 4, [self.current(vf) for vf in self.vfs])
+
+    def test_a_type_that_cannot_be_created_is_not_offered(self):
+        # MIG mode is off: no MIG-backed type is creatable.
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.WHOLE])
+        self.configure()
+        self.assertEqual([], self.discover())
+        [entry] = nvidia.NvidiaGpuDriver(self.conf).hardware()
+        self.assertFalse(entry['ready'])
+        self.assertIn('MIG mode', entry['reason'])
+        self.assertEqual(['0'] * 4, [self.current(vf) for vf in self.vfs])
+
+    def test_bad_vf_files_and_refused_writes_skip_only_those_vfs(self):
+        vf0, vf1, vf2, vf3 = self.vfs
+        sysfs.add_vendor_vgpu(self.tree, vf0, [self.MIG_1G])
+        self.tree.write(vf0, 'nvidia/current_vgpu_type', '\x00')
+        sysfs.add_vendor_vgpu(self.tree, vf1, [self.MIG_1G])
+        sysfs.add_vendor_vgpu(self.tree, vf2, [self.MIG_1G])
+        sysfs.add_vendor_vgpu(self.tree, vf3, [self.MIG_1G])
+        real = privileged.set_vgpu_type
+
+        def kernel(root, vf_path, number):
+            if vf_path.endswith(str(vf1)):  # busy, says the kernel
+                raise OSError(errno.EBUSY, os.strerror(errno.EBUSY))
+            return real(root, vf_path, number)
+
+        self.useFixture(fixtures.MockPatchObject(
+            privileged, 'set_vgpu_type', side_effect=kernel))
+        self.configure()
+        [device] = self.discover()
+        self.assertEqual([str(vf2), str(vf3)], self.handle_addresses(
+            device.deployable_list[0]))
+        self.assertIn('Skipping VF %s' % (vf0,), self.logs.output)
+        self.assertIn('Could not give VF %s vGPU type 1414: [Errno 16]'
+                      % (vf1,), self.logs.output)
+        self.assertEqual('0', self.current(vf1))
+
+    def test_sriov_not_enabled_says_how_to_enable_it(self):
+        self.tree.add_card('h200_sxm', '0000:c1:00.0')
+        self.flags(group='gpu_devices', enabled_vgpu_types=['nvidia-1414'])
+        drivers_conf.register_vgpu_opts(self.conf, 'nvidia-1414')
+        self.flags(group='vgpu_nvidia-1414',
+                   device_addresses=['0000:c1:00.0'])
+        hardware = nvidia.NvidiaGpuDriver(self.conf).hardware()
+        reasons = {h['address']: h['reason'] for h in hardware}
+        self.assertIn('sriov-manage -e 0000:c1:00.0',
+                      reasons['0000:c1:00.0'])
+
+    def test_vfs_of_an_unlisted_gpu_are_left_alone(self):
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.MIG_1G])
+        self.assertEqual([], self.discover())
+        self.assertEqual(['0'] * 4, [self.current(vf) for vf in self.vfs])
+
+    def test_privileged_write_stays_in_bounds(self):
+        root = self.conf.agent.sysfs_root
+        vf = self.tree.function_dir(self.vfs[0])
+        sysfs.add_vendor_vgpu(self.tree, self.vfs[0], [self.MIG_1G])
+        for bad in ('1414', -1, None):
+            self.assertRaises(ValueError, privileged.set_vgpu_type, root,
+                              vf, bad)
+        outside = self.useFixture(fixtures.TempDir()).path
+        os.makedirs(os.path.join(outside, 'nvidia'))
+        self.assertRaises(ValueError, privileged.set_vgpu_type, root,
+                          outside, 1414)
+        privileged.set_vgpu_type(root, vf, 1414)
+        self.assertEqual('1414', self.current(self.vfs[0]))
+
+
+class MigOnMdevTest(sysfs.SysfsTestCase):
+    """MIG-backed vGPU on Ampere: the types are mdev types of the VFs,
+    creatable where a GPU instance is free."""
+
+    def test_mig_backed_type_counts_free_gpu_instances(self):
+        vfs = self.tree.add_card('a100', '0000:5e:00.0', vfs=8)
+        for index, vf in enumerate(vfs):
+            # Seven 1g.5gb instances; one is in use by an mdev on VF 0.
+            self.tree.add_mdev_type(
+                vf, 'nvidia-699', 'NVIDIA A100-1-5C',
+                1 if 0 < index < 7 else 0,
+                devices=['u0'] if index == 0 else [])
+            self.tree.add_mdev_type(vf, 'nvidia-700', 'NVIDIA A100-2-10C',
+                                    0)
+        self.flags(group='gpu_devices', enabled_vgpu_types=['nvidia-699'])
+        drivers_conf.register_vgpu_opts(self.conf, 'nvidia-699')
+        self.flags(group='vgpu_nvidia-699', device_addresses=['5e:00.0'])
+        [device] = nvidia.NvidiaGpuDriver(self.conf).discover()
+        [vgpu] = device.deployable_list
+        self.assertEqual(7, vgpu.num_accelerators)
+        self.assertEqual(['CUSTOM_NVIDIA_20B0_A100_1_5C', 'OWNER_CYBORG'],
+                         self.traits(vgpu))
+        self.assertEqual({'MDEV'}, {h.attach_type
+                                    for h in vgpu.attach_handle_list})
 
 
 class MdevTest(sysfs.SysfsTestCase):

@@ -34,7 +34,9 @@ CONTRACT = {
         'VGPU': 'VGPU',
         'OWNER_CYBORG': 'OWNER_CYBORG',
         'CUSTOM_NVIDIA_<PID>': 'CUSTOM_NVIDIA_1EB8',
-        'CUSTOM_NVIDIA_<PID>_<VGPU_NAME>': 'CUSTOM_NVIDIA_1EB8_T4_1B'},
+        'CUSTOM_NVIDIA_<PID>_<VGPU_NAME>': 'CUSTOM_NVIDIA_1EB8_T4_1B',
+        'CUSTOM_NVIDIA_<PID>_VGPU_<TYPE_NUMBER>':
+            'CUSTOM_NVIDIA_2335_VGPU_1414'},
     'intel_qat_driver': {
         'CUSTOM_QAT': 'CUSTOM_QAT',
         'CUSTOM_QAT_CRYPTO': 'CUSTOM_QAT_CRYPTO',
@@ -72,9 +74,15 @@ class StableNamesTest(sysfs.SysfsTestCase):
         self.tree.add_mdev_type('0000:af:00.0', 'nvidia-222', 'GRID T4-1B',
                                 16)
         self.tree.add_card('qat_c62x', '0000:3d:00.0', vfs=2)
-        self.flags(group='gpu_devices', enabled_vgpu_types=['nvidia-222'])
+        # Vendor-specific VFIO vGPU, carved already.
+        for vf in self.tree.add_card('h200_sxm', '0000:41:00.0', vfs=2):
+            sysfs.add_vendor_vgpu(self.tree, vf, [], current=1414)
+        self.flags(group='gpu_devices',
+                   enabled_vgpu_types=['nvidia-222', 'nvidia-1414'])
         drivers_conf.register_vgpu_opts(self.conf, 'nvidia-222')
         self.flags(group='vgpu_nvidia-222', device_addresses=['af:00.0'])
+        drivers_conf.register_vgpu_opts(self.conf, 'nvidia-1414')
+        self.flags(group='vgpu_nvidia-1414', device_addresses=['41:00.0'])
         self.flags(group='pci', passthrough_whitelist=[
             '{"vendor_id": "10de", "address": "*:3b:00.0"}'])
         self.tree.add_card('x710', '0000:18:00.0', vfs=2)
