@@ -37,6 +37,8 @@ from keystoneauth1 import exceptions as ks_exceptions
 from openstack import exceptions as sdk_exceptions
 from oslo_log import log as logging
 
+from cyborg.common import coalesce
+from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import notifications
 from cyborg.conductor import placement_sync
@@ -378,6 +380,26 @@ def reconcile(context, hostname, devices, report_hash,
     """Apply a report in one transaction (new devices get
     ``new_status``). Returns the Pending Placement sync, or None when the
     host's accepted report has this hash."""
+    return _reconcile(context, hostname, devices, report_hash, new_status)
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def reconcile_many(context, reports, new_status='enabled'):
+    """Apply the reports ``[(hostname, devices, report_hash)]`` of
+    different hosts in ONE transaction; their Pending syncs (or None), in
+    order. Hosts are locked in name order, so two conductors applying
+    overlapping batches wait for each other instead of deadlocking."""
+    order = sorted(range(len(reports)), key=lambda i: reports[i][0])
+    pending = [None] * len(reports)
+    for index in order:
+        hostname, devices, report_hash = reports[index]
+        pending[index] = _reconcile(context, hostname, devices, report_hash,
+                                    new_status)
+    return pending
+
+
+def _reconcile(context, hostname, devices, report_hash, new_status):
     host = db_devices.lock_host(context, hostname)
     if report_hash and host.report_hash == report_hash:
         return None
@@ -411,24 +433,92 @@ def new_device_status(conf):
     return NEW_DEVICE_STATUS[conf.agent.new_device_state]
 
 
+Report = collections.namedtuple('Report',
+                                'context hostname devices report_hash')
+
+#: Reports applied in one transaction at most (see Reporting).
+MAX_BATCH = 50
+
+#: The outcome of a report its caller applies on its own.
+ALONE = object()
+
+
 class Reporting:
-    """The conductor's side of ``report_data``."""
+    """The conductor's side of ``report_data``.
+
+    Reports from many agents at once are coalesced (group commit,
+    :mod:`cyborg.common.coalesce`): the reports that arrive while a batch
+    is being read and written form the next batch, which costs ONE
+    SELECT for all their hashes (unchanged reports end there) and ONE
+    writer transaction for all the changed ones. Several reports of one
+    host in a batch: only the newest is applied. A lone changed report is
+    applied by its own caller, as is each report of a batch whose
+    transaction failed, so a bad report fails alone. Placement is synced
+    after the commit by each report's own caller, in parallel.
+    """
 
     def __init__(self, conf, sync=None):
         self.conf = conf
         self.sync = sync or placement_sync.PlacementSync(conf)
+        self.batches = coalesce.Coalescer(self._apply_batch, MAX_BATCH)
 
     def report(self, context, hostname, devices, report_hash):
         """Apply a report; returns ``report_hash`` once the database and
         Placement both show it, None when Placement still has to catch
-        up (the agent then sends it again)."""
-        state = db_devices.get_report_state(context, hostname)
-        if report_hash and state.report_hash == report_hash:
-            return report_hash
-        pending = reconcile(context, hostname, devices, report_hash,
-                            new_device_status(self.conf))
-        if pending is None:
-            return report_hash
+        up or a newer report of the host replaced it (the agent then
+        sends its report again)."""
+        outcome = self.batches.submit(
+            Report(context, hostname, devices, report_hash))
+        if outcome is ALONE:
+            pending = reconcile(context, hostname, devices, report_hash,
+                                new_device_status(self.conf))
+            if pending is None:
+                return report_hash
+        elif isinstance(outcome, Pending):
+            pending = outcome
+        else:
+            return outcome
+        return self._sync(context, hostname, pending, report_hash)
+
+    def _apply_batch(self, reports):
+        """The outcome of each report of a batch: its accepted hash, None
+        (replaced), an exception, ALONE, or the Pending sync of a report
+        applied in the batch's transaction."""
+        context = cyborg_context.get_admin_context()
+        states = db_devices.get_report_states(
+            context, [r.hostname for r in reports])
+        newest = {r.hostname: index for index, r in enumerate(reports)}
+        outcomes, changed = [], []
+        for index, r in enumerate(reports):
+            state = states.get(r.hostname)
+            if state is None:
+                outcomes.append(exception.HostNotFound(host=r.hostname))
+            elif r.report_hash and state.report_hash == r.report_hash:
+                outcomes.append(r.report_hash)
+            elif newest[r.hostname] != index:
+                LOG.info('A newer report of host %s came in with this one; '
+                         'applying the newer', r.hostname)
+                outcomes.append(None)
+            else:
+                outcomes.append(ALONE)
+                changed.append(index)
+        if len(changed) < 2:
+            return outcomes
+        try:
+            pending = reconcile_many(
+                context, [reports[i][1:] for i in changed],
+                new_device_status(self.conf))
+        except Exception:
+            LOG.warning('%d reports could not be applied together; applying '
+                        'each alone', len(changed), exc_info=True)
+            return outcomes
+        for index, one in zip(changed, pending, strict=True):
+            outcomes[index] = (reports[index].report_hash if one is None
+                               else one)
+        return outcomes
+
+    def _sync(self, context, hostname, pending, report_hash):
+        """Placement after the report's commit, then its acceptance."""
         notify_device_events(context, pending.events)
         try:
             self.sync.sync_host(hostname, pending.providers)

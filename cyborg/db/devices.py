@@ -51,6 +51,16 @@ def get_report_state(context, hostname):
     return ReportState(*row)
 
 
+@db_api.reader
+def get_report_states(context, hostnames):
+    """``{hostname: ReportState}`` of the known ones; one SELECT."""
+    rows = (context.session.query(models.Host.hostname, models.Host.id,
+                                  models.Host.report_hash,
+                                  models.Host.report_generation)
+            .filter(models.Host.hostname.in_(sorted(set(hostnames)))))
+    return {row[0]: ReportState(*row[1:]) for row in rows}
+
+
 def lock_host(context, hostname):
     """The host row, locked until the transaction ends (where supported),
     so two conductors never reconcile the same host at once."""

@@ -1,8 +1,10 @@
 """Agents' reports reconciled with a real database and a real Placement."""
 
 import json
+import threading
 import uuid
 
+import fixtures
 import sqlalchemy as sa
 
 from cyborg.agent import manager as agent_manager
@@ -328,6 +330,129 @@ class _ReportingTests:
     def test_stub_devices_are_ignored(self):
         self.report([get_test_device(self.hostname, stub=True)])
         self.assertEqual([], self.rows(models.Device))
+
+    def _more_hosts(self, count):
+        self.roots = {}
+        hosts = []
+        for index in range(count):
+            hostname = '%s-%d' % (self.hostname, index)
+            db_hosts.record_hello(self.ctx, hostname, hostname, '1', [])
+            self.roots[hostname] = self.placement.create_compute_node(
+                hostname)['uuid']
+            hosts.append(hostname)
+        return hosts
+
+    def _report_together(self, conductor, reports):
+        """Run ``reports`` [(hostname, devices)] concurrently while the
+        conductor's report batches are held, so they arrive together;
+        returns {hostname: accepted hash or exception}."""
+        gate, holding = threading.Event(), threading.Event()
+        apply_batch = conductor.batches._apply_batch
+
+        def held(items):
+            if not holding.is_set():
+                holding.set()
+                gate.wait(30)
+            return apply_batch(items)
+
+        conductor.batches._apply_batch = held
+        results = {}
+
+        def one(hostname, devices):
+            try:
+                results[hostname] = conductor.report(
+                    self.ctx, hostname, devices,
+                    agent_manager.report_hash(devices))
+            except Exception as e:
+                results[hostname] = e
+
+        threads = [threading.Thread(target=one, args=report)
+                   for report in reports]
+        threads[0].start()
+        self.assertTrue(holding.wait(30))
+        for thread in threads[1:]:
+            thread.start()
+        test_hello.wait_for(
+            lambda: len(conductor.batches._pending) == len(reports) - 1)
+        gate.set()
+        for thread in threads:
+            thread.join(60)
+        conductor.batches._apply_batch = apply_batch
+        return results
+
+    def test_reports_that_arrive_together_share_one_transaction(self):
+        hosts = self._more_hosts(4)
+        conductor = reporting.Reporting(self.conf)
+        together = self.useFixture(fixtures.MockPatchObject(
+            reporting, 'reconcile_many', wraps=reporting.reconcile_many))
+        reports = [(self.hostname, [get_test_device(self.hostname)])] + [
+            (h, [get_test_device(h, num=2 + i)]) for i, h in
+            enumerate(hosts)] + [('nobody', [])]
+        results = self._report_together(conductor, reports)
+        for hostname, devices in reports[:-1]:
+            self.assertEqual(agent_manager.report_hash(devices),
+                             results[hostname], hostname)
+        self.assertIsInstance(results['nobody'], exception.HostNotFound)
+        # The first ran alone; the five others came as one batch, whose
+        # four known, changed reports were written in one transaction.
+        self.assertEqual((2, 6), (conductor.batches.batches,
+                                  conductor.batches.items))
+        [call] = together.mock.call_args_list
+        self.assertEqual(sorted(hosts),
+                         sorted(hostname for hostname, _d, _h in call[0][1]))
+        for index, hostname in enumerate(hosts):
+            self.assertEqual(
+                {'parent': self.roots[hostname],
+                 'inventories': {'FPGA': (2 + index, 2 + index)},
+                 'traits': {'CUSTOM_FAKE_DEVICE', 'OWNER_CYBORG'}},
+                self.provider(hostname + '_dev0'))
+        # Again, unchanged: one read for the batch, no write, no request.
+        del self.writes[:]
+        self.placement.requests()
+        again = self._report_together(conductor, reports)
+        self.assertEqual({h: results[h] for h, _d in reports[:-1]},
+                         {h: again[h] for h, _d in reports[:-1]})
+        self.assertEqual(1, together.mock.call_count)
+        self.assertEqual([], self.writes)
+        self.assertEqual([], self.placement.requests())
+
+    def test_a_bad_report_in_a_batch_fails_alone(self):
+        good = self._more_hosts(2)
+        bad = self.hostname
+        apply = reporting.HostReconciler.apply
+
+        def apply_or_fail(reconciler, devices):
+            if reconciler.hostname == bad:
+                raise ValueError('bad report')
+            return apply(reconciler, devices)
+
+        self.useFixture(fixtures.MockPatchObject(
+            reporting.HostReconciler, 'apply', apply_or_fail))
+        conductor = reporting.Reporting(self.conf)
+        reports = [(good[0], [get_test_device(good[0])]),
+                   (bad, [get_test_device(bad)]),
+                   (good[1], [get_test_device(good[1])])]
+        results = self._report_together(conductor, reports)
+        self.assertIsInstance(results[bad], ValueError)
+        for hostname, devices in (reports[0], reports[2]):
+            self.assertEqual(agent_manager.report_hash(devices),
+                             results[hostname])
+            self.assertIsNotNone(self.provider(hostname + '_dev0'))
+        self.assertIsNone(self.provider(bad + '_dev0'))
+
+    def test_of_two_reports_of_a_host_in_a_batch_the_newer_wins(self):
+        conductor = reporting.Reporting(self.conf)
+        old = [get_test_device(self.hostname, num=2)]
+        new = [get_test_device(self.hostname, num=5)]
+        outcomes = conductor._apply_batch([
+            reporting.Report(self.ctx, self.hostname, old,
+                             agent_manager.report_hash(old)),
+            reporting.Report(self.ctx, self.hostname, new,
+                             agent_manager.report_hash(new))])
+        # The older is answered "not accepted"; the newer is applied by
+        # its own caller (it is the batch's only changed report).
+        self.assertEqual([None, reporting.ALONE], outcomes)
+        self.assertEqual([], self.writes)
 
     def test_unknown_host_is_refused(self):
         self.assertRaises(exception.HostNotFound,
