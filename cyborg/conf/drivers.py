@@ -20,7 +20,14 @@ pci_opts = [
              '"0000:3b:*.*", or a dict of globs with keys "domain", "bus", '
              '"slot", "function"), "resource_class" (default CUSTOM_PCI) '
              'and "traits" (comma-separated, added to the defaults). '
-             'A function matching any spec is offered whole.'),
+             'A function matching any spec is offered whole. The name is '
+             'upstream Cyborg\'s; [pci] device_spec, Nova\'s current name, '
+             'takes the same specs and both may be set.'),
+    cfg.MultiStrOpt(
+        'device_spec', default=[],
+        help='Device specs of the pci_driver, as in Nova\'s [pci] '
+             'device_spec; the same format as [pci] passthrough_whitelist, '
+             'and the specs of both options are used.'),
 ]
 
 gpu_opts = [

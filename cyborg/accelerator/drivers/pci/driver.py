@@ -1,7 +1,8 @@
 """Generic PCI passthrough: offer whole PCI functions picked by device specs.
 
-The specs are Nova style JSON in ``[pci] passthrough_whitelist``. Each
-matching function becomes one deployable of one accelerator.
+The specs are Nova style JSON in ``[pci] device_spec`` or upstream's
+``[pci] passthrough_whitelist``. Each matching function becomes one
+deployable of one accelerator.
 
 Differences from upstream, on purpose: the device type comes from the PCI
 class (upstream labels everything GPU); a spec that matches nothing in
@@ -128,21 +129,21 @@ class DeviceSpec:
 
 
 def parse_specs(values):
-    """The valid specs of ``[pci] passthrough_whitelist``; others logged."""
+    """The valid specs of ``[pci] device_spec`` and
+    ``passthrough_whitelist``; others logged."""
     specs = []
     for value in values:
         try:
             loaded = json.loads(value)
         except ValueError as e:
-            LOG.warning('Ignoring [pci] passthrough_whitelist entry %r: '
-                        'not JSON (%s)', value, e)
+            LOG.warning('Ignoring [pci] device spec %r: not JSON (%s)',
+                        value, e)
             continue
         for raw in loaded if isinstance(loaded, list) else [loaded]:
             try:
                 specs.append(DeviceSpec(raw))
             except InvalidSpec as e:
-                LOG.warning('Ignoring [pci] passthrough_whitelist spec '
-                            '%r: %s', raw, e)
+                LOG.warning('Ignoring [pci] device spec %r: %s', raw, e)
     return specs
 
 
@@ -153,7 +154,8 @@ class PciDriver(base.SysfsPciDriver):
 
     def __init__(self, conf):
         super().__init__(conf)
-        self.specs = parse_specs(conf.pci.passthrough_whitelist)
+        self.specs = parse_specs(list(conf.pci.device_spec) +
+                                 list(conf.pci.passthrough_whitelist))
 
     def spec_for(self, function):
         for spec in self.specs:

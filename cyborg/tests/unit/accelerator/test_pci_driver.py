@@ -71,6 +71,18 @@ class PciDriverTest(sysfs.SysfsTestCase):
             json.dumps(spec) for spec in specs])
         return pci_driver.PciDriver(self.conf).discover()
 
+    def test_device_spec_and_passthrough_whitelist_both_count(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        self.tree.add_card('u200_user', '0000:af:00.1')
+        self.tree.add_card('x710', '0000:18:00.0')
+        self.flags(group='pci', device_spec=[
+            '{"vendor_id": "10ee", "resource_class": "CUSTOM_U200"}'])
+        deps = self.by_name(self.discover({'vendor_id': '10de'}))
+        self.assertEqual(
+            {PREFIX + '0000_3b_00_0': 'CUSTOM_PCI',
+             PREFIX + '0000_af_00_1': 'CUSTOM_U200'},
+            {name: self.rc(dep) for name, dep in deps.items()})
+
     def test_whitelisted_functions(self):
         self.tree.add_card('tesla_t4', '0000:3b:00.0')
         self.tree.add_card('u200_user', '0000:af:00.1')
