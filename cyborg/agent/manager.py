@@ -17,6 +17,7 @@ change sends nothing but its hello and heartbeats.
 import hashlib
 import json
 import os
+import re
 import tempfile
 import threading
 
@@ -66,6 +67,21 @@ def _has_reports(host):
     return (isinstance(host, host_obj.Host)
             and host.obj_attr_is_set('report_generation')
             and host.report_generation > 0)
+
+
+def _supported_version(error, obj):
+    """The version of ``obj``'s class that the server which answered
+    ``error`` (a RemoteError) supports, when ``error`` says it cannot
+    take ``obj``'s version; else None."""
+    if error.exc_type != 'IncompatibleObjectVersion':
+        return None
+    # oslo.versionedobjects: "Version 1.1 of AgentHello is not supported,
+    # supported version is 1.0".
+    found = re.search(r' of %s is not supported, supported version is '
+                      r'(\d+\.\d+)' % obj.obj_name(), error.value or '')
+    if found is None or found.group(1) == obj.VERSION:
+        return None
+    return found.group(1)
 
 
 #: The generic driver comes after the vendor drivers, which know their
@@ -234,11 +250,11 @@ class AgentManager(admin.AdminEndpoints):
             hello = host_obj.AgentHello(
                 hostname=self.host, status='READY', endpoint=self.host,
                 version=version.version_string(),
-                drivers=self.driver_statuses)
+                drivers=self.driver_statuses,
+                resource_provider_name=(
+                    self.conf.agent.resource_provider_name or None))
             try:
-                host = self.conductor.agent_hello(
-                    context, hello,
-                    timeout=self._call_timeout())
+                host = self._say_hello(context, hello)
             except messaging.MessagingException as e:
                 LOG.warning('The conductor did not answer our hello (%s); '
                             'trying again in %d seconds', e,
@@ -251,6 +267,24 @@ class AgentManager(admin.AdminEndpoints):
             self._registered.set()
             LOG.info('Registered with the conductor as %s', self.host)
             return True
+
+    def _say_hello(self, context, hello):
+        """Send ``hello``; a conductor of an older release, which refuses
+        an AgentHello newer than the one it knows, gets it again as that
+        version (without the fields it would not understand)."""
+        timeout = self._call_timeout()
+        try:
+            return self.conductor.agent_hello(context, hello,
+                                              timeout=timeout)
+        except messaging.RemoteError as e:
+            supported = _supported_version(e, hello)
+            if supported is None:
+                raise
+        LOG.info('The conductor knows AgentHello %s only; saying hello '
+                 'with that version', supported)
+        return self.conductor.agent_hello(
+            context, hello.obj_to_primitive(target_version=supported),
+            timeout=timeout)
 
     @property
     def registered(self):

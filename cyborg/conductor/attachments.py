@@ -84,10 +84,15 @@ class Attachments:
             self._placement = placement.connect(self.conf)
         return self._placement
 
-    def _tree(self, hostname):
+    def _tree(self, context, hostname):
+        """The uuid of the compute node provider of ``hostname``: a host
+        whose agent registered, by the name it gave (then its hostname), or
+        a provider name."""
         if not hostname:
             return None
-        provider = placement.find_provider(self.placement, hostname)
+        provider = placement_sync.find_compute_node(
+            self.placement, placement_sync.compute_node_names(context,
+                                                              hostname))
         if provider is None:
             raise exception.HostNotFound(host=hostname)
         return provider['uuid']
@@ -115,8 +120,9 @@ class Attachments:
         profile = db_device_profiles.get(context, profile_name)
         groups = db_device_profiles.groups_of(profile)
         where = ' on host %s' % hostname if hostname else ''
+        tree_uuid = self._tree(context, hostname)
         request = placement.allocation_candidates(
-            self.placement, candidates_query(groups, self._tree(hostname)))
+            self.placement, candidates_query(groups, tree_uuid))
         if request is None:
             raise exception.NoAcceleratorForInstance(profile=profile.name,
                                                      where=where)

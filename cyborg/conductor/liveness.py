@@ -19,6 +19,14 @@ def _host_object(row, drivers):
         row, drivers=[host_obj.HostDriver.from_db(d) for d in drivers])
 
 
+def _resource_provider_name(hello):
+    """The compute node provider name the agent gave; None (its hostname,
+    then) from an agent that gave none or is older than AgentHello 1.1."""
+    if not hello.obj_attr_is_set('resource_provider_name'):
+        return None
+    return hello.resource_provider_name or None
+
+
 class Liveness:
 
     def __init__(self, conf, on_status_change=None):
@@ -39,7 +47,8 @@ class Liveness:
             raise exception.Invalid(reason='an agent hello needs a hostname')
         drivers = [d.as_dict() for d in hello.drivers]
         row, was_down = db_hosts.record_hello(
-            context, hello.hostname, hello.endpoint, hello.version, drivers)
+            context, hello.hostname, hello.endpoint, hello.version, drivers,
+            resource_provider_name=_resource_provider_name(hello))
         LOG.info('Agent on host %s said hello with drivers %s',
                  hello.hostname, ', '.join(
                      '%s (%s)' % (d['name'], d['status']) for d in drivers))

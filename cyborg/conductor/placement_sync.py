@@ -1,7 +1,7 @@
 """Make Placement show a host's deployables, after the database has them.
 
 The layout is upstream's, which Nova depends on: under the compute node
-provider (found by name, the report's hostname) one child provider per
+provider (found by name, see ``compute_node_names``) one child provider per
 deployable, named by the deployable, with uuid ``uuid3(NAMESPACE_DNS,
 name)``; its inventory is ``{rc: {total: n, max_unit: n}}`` and its
 traits are the values of the deployable's attributes whose key starts
@@ -23,7 +23,9 @@ import os_resource_classes
 import os_traits
 
 from cyborg.common.clients import placement
+from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.db import hosts as db_hosts
 
 LOG = logging.getLogger(__name__)
 
@@ -85,6 +87,26 @@ def wanted_provider(name, num_accelerators, attributes, reserved=False):
                     frozenset(traits), reserved)
 
 
+def compute_node_names(context, hostname):
+    """The names the compute node provider of ``hostname`` is looked for
+    under, in this order: the one its agent gave in its hello (``[agent]
+    resource_provider_name``, often the fully qualified name Nova uses),
+    then the hostname itself (all there is for a host that is unknown or
+    whose agent gave no name)."""
+    name = db_hosts.resource_provider_name(context, hostname)
+    return [name, hostname] if name and name != hostname else [hostname]
+
+
+def find_compute_node(client, names):
+    """The first provider of ``names`` that Placement has, as a dict, or
+    None."""
+    for name in names:
+        provider = placement.find_provider(client, name)
+        if provider is not None:
+            return provider
+    return None
+
+
 class PlacementSync:
     """Keeps Placement in line with the database, one host at a time."""
 
@@ -105,15 +127,17 @@ class PlacementSync:
         return self._client
 
     def sync_host(self, hostname, providers):
-        """Make the providers under compute node ``hostname`` be exactly
-        ``providers``. Raises PlacementError or a keystoneauth error when
-        Placement fails; the caller retries later."""
-        root = placement.find_provider(self.client, hostname)
+        """Make the providers under the compute node of ``hostname`` be
+        exactly ``providers``. Raises PlacementError or a keystoneauth
+        error when Placement fails; the caller retries later."""
+        names = compute_node_names(cyborg_context.get_admin_context(),
+                                   hostname)
+        root = find_compute_node(self.client, names)
         if root is None:
             raise exception.PlacementError(
-                method='GET', url='/resource_providers?name=%s' % hostname,
+                method='GET', url='/resource_providers?name=%s' % names[-1],
                 status=404, detail='no compute node provider named %s' %
-                hostname)
+                ' or '.join(names))
         current = {p['uuid']: p for p in placement.list_tree(
             self.client, root['uuid'], required=[OWNER_TRAIT])
             if p['uuid'] != root['uuid']}

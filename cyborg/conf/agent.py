@@ -57,12 +57,22 @@ opts = [
         'resource_provider_name', default=socket.getfqdn(),
         sample_default='<fqdn>',
         help='Name of the compute node resource provider in Placement '
-             'under which this host\'s accelerators are reported. Falls '
-             'back to [DEFAULT] host.'),
+             'under which this host\'s accelerators are reported: the '
+             'name Nova gave it, its hypervisor hostname (often the fully '
+             'qualified name while [DEFAULT] host is short). The agent '
+             'sends it to the conductor in its hello. The conductor looks '
+             'for the provider of this name; if there is none, for the '
+             'one named [DEFAULT] host; if neither exists, the host\'s '
+             'accelerators are not offered in Placement and the '
+             'conductor logs why, trying again later.'),
     cfg.IntOpt(
         'resource_provider_startup_retries', default=3, min=0,
-        help='How often the agent looks for its compute node resource '
-             'provider at start before giving up.'),
+        deprecated_for_removal=True,
+        deprecated_reason='The agent does not talk to Placement: the '
+                          'conductor finds the compute node provider, and '
+                          'retries a sync that finds none until it exists.',
+        help='Accepted so that upstream Cyborg configuration files load; '
+             'not used.'),
 ]
 
 

@@ -3,6 +3,7 @@
 from oslo_config import cfg
 from oslo_db import options as db_options
 from oslo_middleware import cors
+from oslo_privsep import priv_context
 
 from cyborg.conf import agent
 from cyborg.conf import api
@@ -24,6 +25,8 @@ def list_opts():
         for group, opts in module.list_opts().items():
             name = getattr(group, 'name', group)
             merged.setdefault(name, []).extend(opts)
+    # The privsep daemon of the agent (cyborg.privsep): how it is started.
+    merged['cyborg_sys_admin'] = list(priv_context.OPTS)
     return sorted(merged.items(), key=lambda item: item[0])
 
 

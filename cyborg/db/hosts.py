@@ -16,9 +16,12 @@ def _host_query(context):
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def record_hello(context, hostname, endpoint, version, drivers):
+def record_hello(context, hostname, endpoint, version, drivers,
+                 resource_provider_name=None):
     """Create or refresh a host and replace its driver list.
 
+    ``resource_provider_name`` is the name of the host's compute node
+    provider in Placement as its agent gave it (None: the hostname).
     Returns ``(host, was_down)``: ``was_down`` is True when a known host
     came back after being marked down.
     """
@@ -29,6 +32,7 @@ def record_hello(context, hostname, endpoint, version, drivers):
         host = models.Host(hostname=hostname, report_generation=0)
         context.session.add(host)
     host.update({'status': 'up', 'endpoint': endpoint, 'version': version,
+                 'resource_provider_name': resource_provider_name,
                  'last_seen_at': now})
     context.session.flush()
     _replace_drivers(context, host, drivers)
@@ -94,6 +98,14 @@ def get_by_hostname(context, hostname):
     if host is None:
         raise exception.HostNotFound(host=hostname)
     return host, _drivers_of(context, [host.id])[host.id]
+
+
+@db_api.reader
+def resource_provider_name(context, hostname):
+    """The compute node provider name the agent of ``hostname`` gave in
+    its last hello; None when it gave none or never said hello."""
+    return context.session.query(models.Host.resource_provider_name).filter(
+        models.Host.hostname == hostname).scalar()
 
 
 @db_api.reader

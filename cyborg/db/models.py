@@ -37,6 +37,9 @@ class Host(Base):
     status = sa.Column(sa.String(16), nullable=False, default='up')
     endpoint = sa.Column(sa.String(255))
     version = sa.Column(sa.String(64))
+    # The compute node provider's name in Placement, as the agent gave it
+    # ([agent] resource_provider_name); NULL: the hostname.
+    resource_provider_name = sa.Column(sa.String(255))
     last_seen_at = sa.Column(sa.DateTime, nullable=False)
     report_hash = sa.Column(sa.String(64))
     report_generation = sa.Column(sa.Integer, nullable=False, default=0)

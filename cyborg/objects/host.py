@@ -1,5 +1,7 @@
 """Hosts, their agents' hello and the drivers they run."""
 
+from oslo_utils import versionutils
+
 from cyborg.objects import base
 from cyborg.objects import fields
 
@@ -25,7 +27,11 @@ class AgentHello(base.CyborgObject):
     """What an agent sends when it starts (the conductor hello)."""
 
     # Version 1.0: initial version
-    VERSION = '1.0'
+    # Version 1.1: resource_provider_name, the name of the host's compute
+    #              node provider in Placement ([agent]
+    #              resource_provider_name); a hello without it means the
+    #              hostname
+    VERSION = '1.1'
 
     fields = {
         'hostname': fields.StringField(),
@@ -33,7 +39,15 @@ class AgentHello(base.CyborgObject):
         'endpoint': fields.StringField(nullable=True),
         'version': fields.StringField(nullable=True),
         'drivers': fields.ListOfObjectsField('HostDriver', default=[]),
+        'resource_provider_name': fields.StringField(nullable=True),
     }
+    # The HostDriver version each version sends, for backports.
+    obj_relationships = {'drivers': [('1.0', '1.0')]}
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('resource_provider_name', None)
 
 
 @base.CyborgObjectRegistry.register

@@ -4,6 +4,8 @@ Every request names its microversion; any answer that is not a success
 becomes exception.PlacementError with the status and Placement's detail.
 """
 
+from urllib import parse
+
 from keystoneauth1 import loading as ks_loading
 import openstack
 
@@ -52,7 +54,7 @@ def _request(client, method, url, microversion, **kwargs):
 
 def find_provider(client, name):
     """The provider named ``name`` as a dict, or None."""
-    url = '/resource_providers?name=%s' % name
+    url = '/resource_providers?name=%s' % parse.quote(name, safe='')
     response = _check(client.get(url, microversion='1.14',
                                  raise_exc=False), 'GET', url)
     providers = response.json()['resource_providers']

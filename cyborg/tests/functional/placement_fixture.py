@@ -114,8 +114,34 @@ class Placement(fixtures.Fixture):
         return response.status_code, (response.json()
                                       if response.content else None)
 
-    def create_compute_node(self, name):
-        return placement_client.create_provider(self.client, name)
+    def create_compute_node(self, name, remove_after=False):
+        """A root provider as Nova makes it. ``remove_after``: removed
+        with its tree at the end of the test, for a name that is not the
+        test's own (one Placement serves all the tests of a process)."""
+        provider = placement_client.create_provider(self.client, name)
+        if remove_after:
+            self.addCleanup(self.remove_tree, provider['uuid'])
+        return provider
+
+    def remove_tree(self, root_uuid):
+        """Delete the providers of a tree, leaves first, and the
+        allocations of their consumers."""
+        _, body = self.get('/resource_providers?in_tree=%s' % root_uuid,
+                           microversion='1.14')
+        parents = {p['uuid']: p['parent_provider_uuid']
+                   for p in body['resource_providers']}
+
+        def depth(rp_uuid):
+            return 0 if not parents.get(rp_uuid) else 1 + depth(
+                parents[rp_uuid])
+        for rp_uuid in sorted(parents, key=depth, reverse=True):
+            _, allocations = self.get('/resource_providers/%s/allocations'
+                                      % rp_uuid)
+            for consumer in allocations['allocations']:
+                self.client.delete('/allocations/%s' % consumer,
+                                   microversion='1.28', raise_exc=False)
+            self.client.delete('/resource_providers/%s' % rp_uuid,
+                               microversion='1.14', raise_exc=False)
 
 
 def in_process_stack(test):

@@ -454,6 +454,27 @@ class _ReportingTests:
         self.assertEqual([None, reporting.ALONE], outcomes)
         self.assertEqual([], self.writes)
 
+    def test_devices_go_under_the_provider_the_agent_names(self):
+        # Nova named the compute node after the fully qualified name; the
+        # agent's host is short.
+        fqdn = '%s.example.org' % self.hostname
+        db_hosts.record_hello(self.ctx, self.hostname, self.hostname, '1',
+                              [], resource_provider_name=fqdn)
+        named = self.placement.create_compute_node(fqdn)
+        digest, accepted = self.report([get_test_device(self.hostname)])
+        self.assertEqual(digest, accepted)
+        self.assertEqual(named['uuid'], self.provider(
+            '%s_dev0' % self.hostname)['parent'])
+
+    def test_hostname_when_the_named_provider_does_not_exist(self):
+        db_hosts.record_hello(
+            self.ctx, self.hostname, self.hostname, '1', [],
+            resource_provider_name='%s.example.org' % self.hostname)
+        digest, accepted = self.report([get_test_device(self.hostname)])
+        self.assertEqual(digest, accepted)
+        self.assertEqual(self.root['uuid'], self.provider(
+            '%s_dev0' % self.hostname)['parent'])
+
     def test_unknown_host_is_refused(self):
         self.assertRaises(exception.HostNotFound,
                           reporting.Reporting(self.conf).report,
@@ -509,3 +530,26 @@ class AgentReportsTest(base.TestCase):
                 models.Deployable)])
             self.assertEqual(agent.accepted_hash, session.query(
                 models.Host).filter_by(hostname=host).one().report_hash)
+
+    def test_agent_reports_under_its_named_compute_node(self):
+        # Nova named the compute node provider after the hypervisor's
+        # fully qualified name; the agent's [DEFAULT] host is short.
+        root = self.placement.create_compute_node('cmp-1.example.org',
+                                                  remove_after=True)
+        self.flags(resource_provider_name='cmp-1.example.org',
+                   group='agent')
+        self._start(conductor_manager.ConductorManager('cond', self.conf),
+                    rpc.CONDUCTOR_TOPIC, 'cond')
+        self.flags(host='cmp-1')
+        agent = self._start(agent_manager.AgentManager('cmp-1', self.conf),
+                            rpc.AGENT_TOPIC, 'cmp-1').manager
+        test_hello.wait_for(lambda: agent.accepted_hash)
+        self.assertEqual('cmp-1.example.org', db_hosts.get_by_hostname(
+            self.ctx, 'cmp-1')[0].resource_provider_name)
+        rp_uuid = placement_sync.provider_uuid('cmp-1_FakeDevice')
+        status, body = self.placement.get('/resource_providers/%s' % rp_uuid)
+        self.assertEqual((200, root['uuid']),
+                         (status, body['parent_provider_uuid']))
+        _, inventories = self.placement.get(
+            '/resource_providers/%s/inventories' % rp_uuid)
+        self.assertEqual(16, inventories['inventories']['FPGA']['total'])

@@ -10,7 +10,7 @@ from cyborg.tests import base as test_base
 # When a test below fails because you changed an object, bump its VERSION,
 # add a line to its version history and update the hash here.
 EXPECTED_FINGERPRINTS = {
-    'AgentHello': '1.0-5cbe9ade2abb4c56992eaa3b8cd3e4bf',
+    'AgentHello': '1.1-f007a0533def3e8455ea0951d1a5b5b5',
     'DeviceEventPayload': '1.0-32d31cf92c3c35659867a89a285a4f58',
     'DriverAttachHandle': '1.0-901a3af18a826be07afeb34fa9a379cd',
     'DriverAttribute': '1.0-8b0258883e67fc59f2c5e5541bd52b43',
@@ -50,6 +50,35 @@ class SerializationTest(test_base.TestCase):
         back = serializer.deserialize_entity(None, primitive)
         self.assertEqual(hello, back)
         self.assertEqual('fake_driver', back.drivers[0].name)
+
+    def hello(self, **kwargs):
+        return host.AgentHello(
+            hostname='cmp-1', status='READY', endpoint='cmp-1',
+            version='1.0', drivers=[host.HostDriver(
+                name='fake_driver', status='READY')], **kwargs)
+
+    def test_hello_carries_the_resource_provider_name(self):
+        serializer = base.CyborgObjectSerializer()
+        back = serializer.deserialize_entity(None, serializer.serialize_entity(
+            None, self.hello(resource_provider_name='cmp-1.example.org')))
+        self.assertEqual('cmp-1.example.org', back.resource_provider_name)
+
+    def test_hello_1_0_has_no_resource_provider_name(self):
+        primitive = self.hello(
+            resource_provider_name='cmp-1.example.org').obj_to_primitive(
+                target_version='1.0')
+        self.assertEqual('1.0', primitive['cyborg_object.version'])
+        data = primitive['cyborg_object.data']
+        self.assertNotIn('resource_provider_name', data)
+        self.assertNotIn('resource_provider_name',
+                         primitive['cyborg_object.changes'])
+        self.assertEqual('fake_driver', data['drivers'][0][
+            'cyborg_object.data']['name'])
+        # What a conductor gets from an agent of the previous release.
+        back = base.CyborgObjectSerializer().deserialize_entity(None,
+                                                                primitive)
+        self.assertEqual('cmp-1', back.hostname)
+        self.assertFalse(back.obj_attr_is_set('resource_provider_name'))
 
     def test_bad_enum_values_are_refused(self):
         self.assertRaises(ValueError, host.HostDriver, name='x',

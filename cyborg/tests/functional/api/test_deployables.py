@@ -48,13 +48,19 @@ class Inventory:
     """Seeds a host's devices the way an agent does: a report reconciled
     by the conductor into the database and Placement."""
 
-    def seed(self, devices=None, hostname=None):
+    def seed(self, devices=None, hostname=None, resource_provider_name=None):
+        """``resource_provider_name``: the compute node provider is named
+        so (and removed after the test), as the agent says in its
+        hello."""
         if not hasattr(self, 'placement'):
             self.placement = self.useFixture(
                 placement_fixture.Placement(self.conf))
         hostname = hostname or 'host-%s' % uuid.uuid4().hex[:12]
-        db_hosts.record_hello(self.context, hostname, hostname, '1', [])
-        self.placement.create_compute_node(hostname)
+        db_hosts.record_hello(self.context, hostname, hostname, '1', [],
+                              resource_provider_name=resource_provider_name)
+        self.compute_node = self.placement.create_compute_node(
+            resource_provider_name or hostname,
+            remove_after=bool(resource_provider_name))
         if devices is None:
             devices = [test_reporting.get_test_device(hostname),
                        test_reporting.get_test_device(hostname, function=1,

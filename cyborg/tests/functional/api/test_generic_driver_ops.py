@@ -241,3 +241,39 @@ class GenericDriverOpsTest(test_deployables.Inventory,
                 ('DELETE', '/v2/attachments/%s' % INSTANCE, None)):
             self.assert_error(self.op(method, path, body,
                                       headers=base.MANAGER), 403)
+
+
+class AttachOnNamedComputeNodeTest(test_deployables.Inventory,
+                                   base.APIResourceTestCase):
+    """Nova named the compute node provider ``cmp-1.example.org``; the
+    agent's host is ``cmp-1`` and names the provider in its hello."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(host='cmp-1')
+        self.flags(resource_provider_name='cmp-1.example.org', group='agent')
+        self.seed(fake_driver.FakeDriver(self.conf).discover(), 'cmp-1',
+                  resource_provider_name='cmp-1.example.org')
+        self.assertEqual(201, self.post('/v2/device_profiles',
+                                        PROFILE).status_int)
+        agent = agent_manager.AgentManager('cmp-1', self.conf)
+        cyborg_fixtures.start_rpc_service(self, agent, rpc.AGENT_TOPIC,
+                                          'cmp-1')
+
+    def attach(self, host):
+        return self.request('POST', '/v2/attachments', {
+            'instance_uuid': INSTANCE, 'device_profile_name': 'fake-fpga',
+            'host': host}, version=V)
+
+    def test_host_by_its_name_or_its_provider_name(self):
+        rp_uuid = placement_sync.provider_uuid('cmp-1_FakeDevice')
+        for host in ('cmp-1', 'cmp-1.example.org'):
+            response = self.attach(host)
+            self.assertEqual(201, response.status_int, response.body)
+            [arq] = response.json['arqs']
+            self.assertEqual(('Bound', rp_uuid, 'cmp-1'), (
+                arq['state'], arq['device_rp_uuid'], arq['hostname']))
+            response = self.request('DELETE', '/v2/attachments/%s' %
+                                    INSTANCE, version=V)
+            self.assertEqual(204, response.status_int, response.body)
+        self.assert_error(self.attach('cmp-2'), 404, 'cmp-2')

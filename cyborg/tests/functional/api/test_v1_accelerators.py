@@ -392,6 +392,48 @@ class AcceleratorsTest(test_deployables.Inventory,
         self.assertEqual(['v2', 'v1'], [v['id'] for v in versions])
 
 
+class AcceleratorsOnNamedComputeNodeTest(test_deployables.Inventory,
+                                         base.APIResourceTestCase):
+    """Nova named the compute node provider ``cmp-1.example.org``; the
+    agent's host is ``cmp-1`` and names the provider in its hello."""
+
+    def setUp(self):
+        super().setUp()
+        self.flags(host='cmp-1')
+        self.flags(resource_provider_name='cmp-1.example.org', group='agent')
+        self.seed(fake_driver.FakeDriver(self.conf).discover(), 'cmp-1',
+                  resource_provider_name='cmp-1.example.org')
+        agent = agent_manager.AgentManager('cmp-1', self.conf)
+        cyborg_fixtures.start_rpc_service(self, agent, rpc.AGENT_TOPIC,
+                                          'cmp-1')
+
+    def inventory(self, accelerator):
+        """(parent uuid, reserved, total) of its deployable's provider."""
+        deployable = self.rows(models.Deployable,
+                               uuid=accelerator['deployable_uuid'])[0]
+        rp_uuid = placement_sync.provider_uuid(deployable.name)
+        _, provider = self.placement.get('/resource_providers/%s' % rp_uuid)
+        _, body = self.placement.get(
+            '/resource_providers/%s/inventories' % rp_uuid)
+        [inventory] = body['inventories'].values()
+        return (provider['parent_provider_uuid'], inventory['reserved'],
+                inventory['total'])
+
+    def test_attach_and_detach_reserve_under_it(self):
+        response = self.post(PATH, {'name': 'gpu-for-vm'})
+        self.assertEqual(201, response.status_int, response.body)
+        path = response.headers['Location']
+        accelerator = self.get(path).json
+        self.assertEqual('cmp-1', accelerator['host'])
+        root = self.compute_node['uuid']
+        self.assertEqual((root, 0, 16), self.inventory(accelerator))
+        response = self.request('PUT', path, {'instance_uuid': INSTANCE})
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual((root, 16, 16), self.inventory(accelerator))
+        self.assertEqual(204, self.delete(path).status_int)
+        self.assertEqual((root, 0, 16), self.inventory(accelerator))
+
+
 class AcceleratorsReportTest(test_deployables.Inventory,
                              base.APIResourceTestCase):
     """The fake driver's card seen as another driver's: setup fails."""

@@ -1,0 +1,90 @@
+"""What the agent says in its hello: the name of its compute node
+provider, and to a conductor of the previous release a hello it knows."""
+
+import fixtures
+import oslo_messaging as messaging
+from oslo_versionedobjects import exception as ovo_exception
+
+from cyborg.agent import manager as agent_manager
+from cyborg.objects import host as host_obj
+from cyborg.tests import base
+
+
+class HelloConductor:
+    """The conductor's ``agent_hello``; with ``supported``, one of an
+    older release that knows that AgentHello version only and refuses
+    a newer one as oslo.versionedobjects does (a RemoteError, since the
+    exception is not one of cyborg's)."""
+
+    def __init__(self, supported=None, error=None):
+        self.supported = supported
+        self.error = error
+        self.tried = []
+        self.hellos = []
+
+    def agent_hello(self, context, hello, timeout=None):
+        primitive = (hello if isinstance(hello, dict)
+                     else hello.obj_to_primitive())
+        version = primitive['cyborg_object.version']
+        self.tried.append(version)
+        if self.error is not None:
+            raise self.error
+        if self.supported and version != self.supported:
+            raise messaging.RemoteError(
+                'IncompatibleObjectVersion',
+                str(ovo_exception.IncompatibleObjectVersion(
+                    objname='AgentHello', objver=version,
+                    supported=self.supported)))
+        self.hellos.append(primitive['cyborg_object.data'])
+        return host_obj.Host(hostname=primitive['cyborg_object.data'][
+            'hostname'], status='up', report_generation=0)
+
+
+class HelloTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        state_dir = self.useFixture(fixtures.TempDir()).path
+        self.flags(state_path=state_dir)
+        self.flags(enabled_drivers=[], group='agent')
+
+    def agent(self, conductor):
+        agent = agent_manager.AgentManager('cmp-1', self.conf)
+        agent._conductor = conductor
+        return agent
+
+    def test_hello_names_the_compute_node_provider(self):
+        self.flags(resource_provider_name='cmp-1.example.org', group='agent')
+        conductor = HelloConductor()
+        agent = self.agent(conductor)
+        self.assertTrue(agent._hello(None))
+        self.assertEqual(['1.1'], conductor.tried)
+        [hello] = conductor.hellos
+        self.assertEqual(('cmp-1', 'cmp-1.example.org'),
+                         (hello['hostname'], hello['resource_provider_name']))
+        self.assertTrue(agent.registered)
+
+    def test_an_empty_name_means_the_hostname(self):
+        self.flags(resource_provider_name='', group='agent')
+        conductor = HelloConductor()
+        self.assertTrue(self.agent(conductor)._hello(None))
+        self.assertIsNone(conductor.hellos[0]['resource_provider_name'])
+
+    def test_older_conductor_gets_the_hello_it_knows(self):
+        self.flags(resource_provider_name='cmp-1.example.org', group='agent')
+        conductor = HelloConductor(supported='1.0')
+        agent = self.agent(conductor)
+        self.assertTrue(agent._hello(None))
+        self.assertEqual(['1.1', '1.0'], conductor.tried)
+        [hello] = conductor.hellos
+        self.assertEqual('cmp-1', hello['hostname'])
+        self.assertNotIn('resource_provider_name', hello)
+        self.assertTrue(agent.registered)
+
+    def test_other_remote_errors_are_not_retried(self):
+        conductor = HelloConductor(error=messaging.RemoteError(
+            'ValueError', 'something else'))
+        agent = self.agent(conductor)
+        self.assertFalse(agent._hello(None))
+        self.assertEqual(['1.1'], conductor.tried)
+        self.assertFalse(agent.registered)
