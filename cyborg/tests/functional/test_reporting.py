@@ -508,6 +508,17 @@ class AgentReportsTest(base.TestCase):
     def _start(self, manager, topic, host):
         return cyborg_fixtures.start_rpc_service(self, manager, topic, host)
 
+    def assert_fake_device_under(self, root, name):
+        """The fake driver's deployable ``name`` is in Placement under
+        compute node ``root``, with its 16 FPGAs."""
+        rp_uuid = placement_sync.provider_uuid(name)
+        status, body = self.placement.get('/resource_providers/%s' % rp_uuid)
+        self.assertEqual((200, root['uuid']),
+                         (status, body['parent_provider_uuid']))
+        _, inventories = self.placement.get(
+            '/resource_providers/%s/inventories' % rp_uuid)
+        self.assertEqual(16, inventories['inventories']['FPGA']['total'])
+
     def test_agent_reports_fake_device(self):
         host = 'e2e-%s' % uuid.uuid4().hex[:12]
         root = self.placement.create_compute_node(host)
@@ -518,13 +529,7 @@ class AgentReportsTest(base.TestCase):
                             rpc.AGENT_TOPIC, host).manager
         test_hello.wait_for(lambda: agent.accepted_hash)
         name = host + '_FakeDevice'
-        rp_uuid = placement_sync.provider_uuid(name)
-        status, body = self.placement.get('/resource_providers/%s' % rp_uuid)
-        self.assertEqual((200, root['uuid']),
-                         (status, body['parent_provider_uuid']))
-        _, inventories = self.placement.get(
-            '/resource_providers/%s/inventories' % rp_uuid)
-        self.assertEqual(16, inventories['inventories']['FPGA']['total'])
+        self.assert_fake_device_under(root, name)
         with db_api.reader.using(self.ctx) as session:
             self.assertEqual([name], [d.name for d in session.query(
                 models.Deployable)])
@@ -546,10 +551,4 @@ class AgentReportsTest(base.TestCase):
         test_hello.wait_for(lambda: agent.accepted_hash)
         self.assertEqual('cmp-1.example.org', db_hosts.get_by_hostname(
             self.ctx, 'cmp-1')[0].resource_provider_name)
-        rp_uuid = placement_sync.provider_uuid('cmp-1_FakeDevice')
-        status, body = self.placement.get('/resource_providers/%s' % rp_uuid)
-        self.assertEqual((200, root['uuid']),
-                         (status, body['parent_provider_uuid']))
-        _, inventories = self.placement.get(
-            '/resource_providers/%s/inventories' % rp_uuid)
-        self.assertEqual(16, inventories['inventories']['FPGA']['total'])
+        self.assert_fake_device_under(root, 'cmp-1_FakeDevice')

@@ -48,6 +48,14 @@ class Inventory:
     """Seeds a host's devices the way an agent does: a report reconciled
     by the conductor into the database and Placement."""
 
+    def seed_under_named_compute_node(self):
+        """The fake device of host ``cmp-1``, whose agent names its
+        compute node provider ``cmp-1.example.org`` (as Nova named it)."""
+        self.flags(host='cmp-1')
+        self.flags(resource_provider_name='cmp-1.example.org', group='agent')
+        self.seed(fake_driver.FakeDriver(self.conf).discover(), 'cmp-1',
+                  resource_provider_name='cmp-1.example.org')
+
     def seed(self, devices=None, hostname=None, resource_provider_name=None):
         """``resource_provider_name``: the compute node provider is named
         so (and removed after the test), as the agent says in its

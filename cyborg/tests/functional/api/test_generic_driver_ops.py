@@ -250,10 +250,7 @@ class AttachOnNamedComputeNodeTest(test_deployables.Inventory,
 
     def setUp(self):
         super().setUp()
-        self.flags(host='cmp-1')
-        self.flags(resource_provider_name='cmp-1.example.org', group='agent')
-        self.seed(fake_driver.FakeDriver(self.conf).discover(), 'cmp-1',
-                  resource_provider_name='cmp-1.example.org')
+        self.seed_under_named_compute_node()
         self.assertEqual(201, self.post('/v2/device_profiles',
                                         PROFILE).status_int)
         agent = agent_manager.AgentManager('cmp-1', self.conf)

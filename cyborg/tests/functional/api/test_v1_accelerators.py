@@ -399,10 +399,7 @@ class AcceleratorsOnNamedComputeNodeTest(test_deployables.Inventory,
 
     def setUp(self):
         super().setUp()
-        self.flags(host='cmp-1')
-        self.flags(resource_provider_name='cmp-1.example.org', group='agent')
-        self.seed(fake_driver.FakeDriver(self.conf).discover(), 'cmp-1',
-                  resource_provider_name='cmp-1.example.org')
+        self.seed_under_named_compute_node()
         agent = agent_manager.AgentManager('cmp-1', self.conf)
         cyborg_fixtures.start_rpc_service(self, agent, rpc.AGENT_TOPIC,
                                           'cmp-1')
