@@ -308,9 +308,11 @@ class AttachFailed(Conflict):
 # -- agent and drivers --
 
 class DriverOperationFailed(CyborgException):
-    """What the conductor asked an agent to do on a device failed."""
+    """What the conductor asked an agent to do failed (502: the agent,
+    not the request, is at fault)."""
 
     msg_fmt = _('%(operation)s failed on host %(host)s: %(reason)s')
+    code = http.BAD_GATEWAY
 
 
 # -- conductor: reports, Placement, hosts --

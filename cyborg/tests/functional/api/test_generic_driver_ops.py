@@ -7,6 +7,8 @@ import json
 import os
 import uuid
 
+import fixtures
+
 from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import admin as agent_admin
 from cyborg.agent import manager as agent_manager
@@ -128,6 +130,16 @@ class GenericDriverOpsTest(test_deployables.Inventory,
             'name': 'pci_driver', 'host': 'nowhere'}), 404, 'nowhere')
         self.assert_error(self.op('PATCH', '/v2/drivers/pci_driver', {}),
                           404, 'could not be found')
+
+    def test_uninstall_failing_on_the_agent_is_a_502(self):
+        self.useFixture(fixtures.MockPatchObject(
+            self.agent, 'uninstall_driver',
+            side_effect=OSError('No space left on device')))
+        self.assert_error(self.op('DELETE', '/v2/drivers/fake_driver'), 502,
+                          'Uninstalling driver fake_driver failed on host '
+                          '%s' % self.host)
+        self.assertEqual(['fake_driver'], [d['name'] for d in self.op(
+            'GET', '/v2/drivers').json['drivers']])
 
     def test_uninstall_refused_while_in_use(self):
         response = self.post('/v1/accelerators', {'name': 'held'})
