@@ -11,9 +11,12 @@ LOG = logging.getLogger(__name__)
 GROUP = 'nova'
 MICROVERSION = '2.82'
 EVENT = 'accelerator-request-bound'
-# Nova answers 422 for an event of an instance not yet on a host (a known
-# race at boot); nothing can be done about it, so it counts as delivered.
-_INSTANCE_NOT_READY = 422
+# Per event, Nova answers 422 for an instance not yet on a host (a known
+# race at boot) and 404 for an instance that is gone (deleted meanwhile);
+# sending again cannot help, so such events count as delivered. A 404 for
+# the whole request means none of its instances exists.
+_UNDELIVERABLE = frozenset([404, 422])
+_NO_INSTANCE = 404
 
 
 def configured(conf):
@@ -38,10 +41,14 @@ def events(instance_uuid, arq_states):
 def _delivered(response):
     if response.status_code == 200:
         return True
+    if response.status_code == _NO_INSTANCE:
+        LOG.info('Nova has none of the instances of these %s events; they '
+                 'are dropped', EVENT)
+        return True
     if response.status_code == 207:
         codes = {event.get('code') for event in
                  response.json().get('events', [])}
-        return codes == {_INSTANCE_NOT_READY}
+        return codes <= {200} | _UNDELIVERABLE
     return False
 
 

@@ -22,11 +22,13 @@ ARQS = '/v2/accelerator_requests'
 
 class StandInNova:
     """``POST /v2.1/os-server-external-events``, recorded; answers
-    ``status`` (200, or 207 with ``codes``)."""
+    ``status`` (200; 207 with ``event_code`` for every event; 404 as for
+    instances that do not exist)."""
 
     def __init__(self):
         self.events = []
         self.status = 200
+        self.event_code = 422
         self.lock = threading.Lock()
         self.server = api_server.WSGIServer(self, '127.0.0.1', 0, 4,
                                             name='stand-in-nova')
@@ -37,8 +39,11 @@ class StandInNova:
         with self.lock:
             self.events.extend(body.get('events', []))
         if self.status == 207:
-            answer = {'events': [dict(e, code=422)
+            answer = {'events': [dict(e, code=self.event_code)
                                  for e in body.get('events', [])]}
+        elif self.status == 404:
+            answer = {'itemNotFound': {
+                'code': 404, 'message': 'No instances found for any event'}}
         else:
             answer = body
         start_response('%d Status' % self.status,

@@ -290,6 +290,20 @@ class _ARQTests:
         self.assertEqual({instance}, {e['server_uuid']
                                       for e in self.nova.events})
 
+    def test_events_of_deleted_instances_are_not_sent_again(self):
+        for status, code in ((404, None), (207, 404), (207, 400)):
+            self.nova.status, self.nova.event_code = status, code
+            del self.nova.events[:]
+            instance, response = self.bind(self.create())
+            self.assertEqual(202, response.status_int)
+            binding.Binding(self.conf).check(self.context)
+            binding.Binding(self.conf).check(self.context)
+            # An instance Nova does not have is not sent again; an event
+            # Nova refused for another reason is.
+            self.assertEqual(3 if code == 400 else 1,
+                             len(self.nova.events_of(instance)),
+                             (status, code))
+
     def test_paging_at_2_4(self):
         made = [self.create()[0]['uuid'] for _ in range(5)]
         page = self.get(PATH, version='2.4', limit=2).json
