@@ -39,20 +39,13 @@ EXPIRE_INTERVAL = 60
 CLAIM_TTL = datetime.timedelta(minutes=5)
 
 
-class Accelerators:
+class Accelerators(placement.Connected):
 
     def __init__(self, conf, devices):
         self.conf = conf
         #: cyborg.conductor.devices.Devices, which syncs a host's
         #: Placement inventory from the database.
         self.devices = devices
-        self._placement = None
-
-    @property
-    def placement(self):
-        if self._placement is None:
-            self._placement = placement.connect(self.conf)
-        return self._placement
 
     def periodic_tasks(self):
         return [(EXPIRE_INTERVAL, self.expire_claims)]

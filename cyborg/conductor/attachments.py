@@ -71,18 +71,11 @@ def without(current, rp_uuids):
             if rp not in rp_uuids}
 
 
-class Attachments:
+class Attachments(placement.Connected):
 
     def __init__(self, conf, binding):
         self.conf = conf
         self.binding = binding
-        self._placement = None
-
-    @property
-    def placement(self):
-        if self._placement is None:
-            self._placement = placement.connect(self.conf)
-        return self._placement
 
     def _tree(self, context, hostname):
         """The uuid of the compute node provider of ``hostname``: a host

@@ -61,17 +61,11 @@ def requested_image(properties):
     return bitstream_id, function_id
 
 
-class Inventory:
+class Inventory(placement.Connected):
 
     def __init__(self, conf, placement_client=None):
         self.conf = conf
         self._placement = placement_client
-
-    @property
-    def placement(self):
-        if self._placement is None:
-            self._placement = placement.connect(self.conf)
-        return self._placement
 
     # Programming
 
