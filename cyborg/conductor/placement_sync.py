@@ -87,13 +87,16 @@ def wanted_provider(name, num_accelerators, attributes, reserved=False):
                     frozenset(traits), reserved)
 
 
-def compute_node_names(context, hostname):
+def compute_node_names(context, hostname, resource_provider_name=None):
     """The names the compute node provider of ``hostname`` is looked for
     under, in this order: the one its agent gave in its hello (``[agent]
     resource_provider_name``, often the fully qualified name Nova uses),
     then the hostname itself (all there is for a host that is unknown or
-    whose agent gave no name)."""
-    name = db_hosts.resource_provider_name(context, hostname)
+    whose agent gave no name). Read from the database unless the caller,
+    holding the host's row, passes ``resource_provider_name``."""
+    name = resource_provider_name
+    if name is None:
+        name = db_hosts.resource_provider_name(context, hostname)
     return [name, hostname] if name and name != hostname else [hostname]
 
 
@@ -126,12 +129,14 @@ class PlacementSync:
             self._client = placement.connect(self.conf)
         return self._client
 
-    def sync_host(self, hostname, providers):
-        """Make the providers under the compute node of ``hostname`` be
-        exactly ``providers``. Raises PlacementError or a keystoneauth
-        error when Placement fails; the caller retries later."""
-        names = compute_node_names(cyborg_context.get_admin_context(),
-                                   hostname)
+    def sync_host(self, hostname, providers, names=None):
+        """Make the providers under the compute node of ``hostname`` (the
+        first of ``names`` that exists, by default its
+        ``compute_node_names``) be exactly ``providers``. Raises
+        PlacementError or a keystoneauth error when Placement fails; the
+        caller retries later."""
+        names = names or compute_node_names(
+            cyborg_context.get_admin_context(), hostname)
         root = find_compute_node(self.client, names)
         if root is None:
             raise exception.PlacementError(

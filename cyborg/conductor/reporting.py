@@ -369,8 +369,8 @@ class HostReconciler:
             attach_info=handle.attach_info, in_use=False)
 
 
-Pending = collections.namedtuple('Pending',
-                                 'host_id generation providers events kept')
+Pending = collections.namedtuple(
+    'Pending', 'host_id generation providers events kept compute_nodes')
 
 
 @db_api.retry_on_deadlock
@@ -411,9 +411,13 @@ def _reconcile(context, hostname, devices, report_hash, new_status):
             '%s %d' % item for item in sorted(counts.items()) if item[1]))
     providers = placement_sync.wanted_providers(
         db_devices.get_providers(context, hostname))
+    # The names to find its compute node under, from the row at hand.
+    compute_nodes = placement_sync.compute_node_names(
+        context, hostname, host.resource_provider_name or '')
     return Pending(host.id, generation, providers,
                    reconciler.events,
-                   counts['kept_in_use'] + counts['handles_kept'])
+                   counts['kept_in_use'] + counts['handles_kept'],
+                   compute_nodes)
 
 
 def notify_device_events(context, events):
@@ -521,7 +525,8 @@ class Reporting:
         """Placement after the report's commit, then its acceptance."""
         notify_device_events(context, pending.events)
         try:
-            self.sync.sync_host(hostname, pending.providers)
+            self.sync.sync_host(hostname, pending.providers,
+                                pending.compute_nodes)
         except SYNC_ERRORS as e:
             LOG.warning('Placement could not be synced for host %s; it '
                         'will be on its next report or by the periodic '
