@@ -20,7 +20,10 @@ import os
 import fixtures
 
 from cyborg.accelerator.common import pci
+from cyborg.agent import manager as agent_manager
+from cyborg.common import context
 from cyborg.tests import base
+from cyborg.tests.functional import glance
 
 Card = collections.namedtuple(
     'Card', ['vendor', 'product', 'class_code', 'driver', 'vf_product',
@@ -187,6 +190,22 @@ class SysfsTestCase(base.TestCase):
         self.flags(sysfs_root=root, group='agent')
         self.flags(host=self.HOST)
         self.logs = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+
+    def program_through_agent(self, enabled_drivers, driver, data, name):
+        """What the conductor asks to program a device the agent reported:
+        ``fpga_program`` with the device's control path id, a Glance
+        image holding ``data`` and the deployable's driver name; it must
+        succeed."""
+        images = glance.FakeGlance().start(self)
+        image = images.add(data=data, name=name)
+        self.flags(enabled_drivers=enabled_drivers, group='agent')
+        agent = agent_manager.AgentManager(self.HOST, self.conf)
+        [device] = agent.drivers[driver].discover()
+        cpid = {'cpid_type': device.controlpath_id.cpid_type,
+                'cpid_info': device.controlpath_id.cpid_info}
+        self.assertTrue(agent.fpga_program(
+            context.get_admin_context(), cpid, image['id'],
+            device.deployable_list[0].driver_name))
 
     def by_name(self, devices):
         """{deployable name: deployable} over a list of devices."""

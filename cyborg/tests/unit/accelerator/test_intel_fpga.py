@@ -11,9 +11,6 @@ from cyborg.accelerator.common import privileged
 from cyborg.accelerator import drivers
 from cyborg.accelerator.drivers import base
 from cyborg.accelerator.drivers.fpga import intel
-from cyborg.agent import manager as agent_manager
-from cyborg.common import context
-from cyborg.tests.functional import glance
 from cyborg.tests.unit.accelerator import sysfs
 
 PREFIX = 'cmp-1_example_org_'
@@ -292,17 +289,9 @@ class IntelFpgaProgramTest(sysfs.SysfsTestCase):
         self.assertIsNone(self.tool.argv())
 
     def test_agent_programs_a_deployable_of_its_report(self):
-        images = glance.FakeGlance().start(self)
-        image = images.add(data=b'XeonFPGA\xb7GBSv001', name='nlb0')
-        self.flags(enabled_drivers=['intel_qat_driver', 'intel_fpga_driver'],
-                   group='agent')
-        agent = agent_manager.AgentManager(self.HOST, self.conf)
-        [device] = agent.drivers['intel_fpga_driver'].discover()
-        cpid = {'cpid_type': device.controlpath_id.cpid_type,
-                'cpid_info': device.controlpath_id.cpid_info}
-        self.assertTrue(agent.fpga_program(
-            context.get_admin_context(), cpid, image['id'],
-            device.deployable_list[0].driver_name))
+        self.program_through_agent(
+            ['intel_qat_driver', 'intel_fpga_driver'], 'intel_fpga_driver',
+            b'XeonFPGA\xb7GBSv001', 'nlb0')
         argv = self.tool.argv()
         self.assertEqual(['--bus', '0x5e', '--device', '0x00',
                           '--function', '0x0'], argv[:6])

@@ -9,9 +9,6 @@ import fixtures
 from cyborg.accelerator import drivers
 from cyborg.accelerator.drivers import base
 from cyborg.accelerator.drivers.fpga import xilinx
-from cyborg.agent import manager as agent_manager
-from cyborg.common import context
-from cyborg.tests.functional import glance
 from cyborg.tests.unit.accelerator import sysfs
 
 PREFIX = 'cmp-1_example_org_'
@@ -194,17 +191,9 @@ class XilinxFpgaProgramTest(sysfs.SysfsTestCase):
     def test_agent_programs_a_deployable_of_its_report(self):
         # What the conductor sends: the device's control path id and the
         # deployable's driver name (upstream lost the card there).
-        images = glance.FakeGlance().start(self)
-        image = images.add(data=XSABIN, name='u200-base')
-        self.flags(enabled_drivers=['fake_driver', 'xilinx_fpga_driver'],
-                   group='agent')
-        agent = agent_manager.AgentManager(self.HOST, self.conf)
-        [device] = agent.drivers['xilinx_fpga_driver'].discover()
-        cpid = {'cpid_type': device.controlpath_id.cpid_type,
-                'cpid_info': device.controlpath_id.cpid_info}
-        self.assertTrue(agent.fpga_program(
-            context.get_admin_context(), cpid, image['id'],
-            device.deployable_list[0].driver_name))
+        self.program_through_agent(
+            ['fake_driver', 'xilinx_fpga_driver'], 'xilinx_fpga_driver',
+            XSABIN, 'u200-base')
         argv = self.tool.argv()
         self.assertEqual(['program', '--device', '0000:3b:00.0', '--base',
                           '--image'], argv[:5])
