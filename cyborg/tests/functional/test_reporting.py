@@ -11,6 +11,7 @@ from cyborg.agent import manager as agent_manager
 from cyborg.common import context
 from cyborg.common import exception
 from cyborg.common import rpc
+from cyborg.conductor import devices as conductor_devices
 from cyborg.conductor import manager as conductor_manager
 from cyborg.conductor import placement_sync
 from cyborg.conductor import reporting
@@ -212,6 +213,44 @@ class _ReportingTests:
         self.assertEqual([('UPDATE', 'hosts')] * 2, self.tables_written())
         self.assertEqual({'FPGA': (16, 16)}, self.provider(
             '%s_dev0' % self.hostname)['inventories'])
+
+    def test_catch_up_with_placement_down_is_left_to_the_retry(self):
+        # While our sync runs, another conductor applies a newer report of
+        # the host; then Placement fails our catch-up sync.
+        old = [get_test_device(self.hostname, num=2)]
+        new = [get_test_device(self.hostname, num=5)]
+        ours = reporting.Reporting(self.conf)
+        sync_host = ours.sync.sync_host
+        calls = []
+
+        def racing_then_down(*args):
+            calls.append(args)
+            if len(calls) == 1:
+                sync_host(*args)
+                self.assertEqual(
+                    agent_manager.report_hash(new),
+                    reporting.Reporting(self.conf).report(
+                        self.ctx, self.hostname, new,
+                        agent_manager.report_hash(new)))
+                return
+            raise exception.PlacementError(
+                method='GET', url='/resource_providers', status=503,
+                detail='down')
+
+        ours.sync.sync_host = racing_then_down
+        self.assertIsNone(ours.report(self.ctx, self.hostname, old,
+                                      agent_manager.report_hash(old)))
+        self.assertEqual(2, len(calls))
+        # Nothing counts as shown; the host waits for the periodic retry,
+        # which makes Placement show what the database has: the newer.
+        host = db_hosts.get_by_hostname(self.ctx, self.hostname)[0]
+        self.assertIsNone(host.report_hash)
+        self.assertEqual([self.hostname],
+                         db_hosts.sync_pending_hosts(self.ctx))
+        conductor_devices.Devices(self.conf).retry_pending(self.ctx)
+        self.assertEqual({'FPGA': (5, 5)}, self.provider(
+            '%s_dev0' % self.hostname)['inventories'])
+        self.assertEqual([], db_hosts.sync_pending_hosts(self.ctx))
 
     def test_removal_while_placement_down_caught_up(self):
         self.report([get_test_device(self.hostname),
