@@ -2,8 +2,11 @@
 
 Three things make the agent look at its hardware: its start (after the
 hello), a udev event on a PCI function or mdev (:mod:`cyborg.agent.udev`,
-on the real ``/sys`` only) and the periodic rescan (``[agent]
-rescan_interval``). Each runs discovery with all drivers and hashes the
+on the real ``/sys`` only) and the periodic rescan. With udev events, the
+periodic rescan runs rarely (``[agent] full_rescan_interval``); without,
+every ``[agent] rescan_interval`` seconds, but it runs the drivers only
+when a cheap look at sysfs (:mod:`cyborg.agent.changes`) finds a change,
+or a full rescan is due. Each discovery runs all drivers and hashes the
 result; a report (``report_data``) goes to the conductor only when the hash
 differs from the last one the conductor accepted. The heartbeat (``[agent]
 heartbeat_interval``) runs no discovery: it is a cast, or the resend of a
@@ -12,6 +15,16 @@ report the conductor has not taken yet.
 The last accepted report is kept in ``[agent] state_file``
 (:mod:`cyborg.agent.state`), so a restarted agent whose hardware did not
 change sends nothing but its hello and heartbeats.
+
+A report carries the hardware list too (:mod:`cyborg.objects.hardware`):
+every PCI function the drivers looked at, offered or not and why; the
+hash covers it, so a changed decision alone is a new report. Each
+decision not to offer a function is logged once, when it changes.
+
+Every report carries a sequence higher than any the agent sent before (at
+least the time in microseconds, above the last one it saved and the one
+the conductor's hello answer names), so that a report the conductor gets
+late, after a newer one, is refused instead of replacing it.
 """
 
 import hashlib
@@ -20,6 +33,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
@@ -27,14 +41,15 @@ import oslo_messaging as messaging
 from cyborg.accelerator.common import sysfs
 from cyborg.accelerator import drivers as accel_drivers
 from cyborg.agent import admin
+from cyborg.agent import changes
 from cyborg.agent import state as agent_state
 from cyborg.agent import udev
 from cyborg.accelerator.drivers import base as drivers_base
-from cyborg.common.clients import glance
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.conductor import rpcapi as conductor_rpcapi
 from cyborg.objects import base as objects_base
+from cyborg.objects import hardware as hardware_obj
 from cyborg.objects import host as host_obj
 from cyborg import version
 
@@ -54,11 +69,14 @@ def _canonical(value):
     return json.dumps(value, sort_keys=True)
 
 
-def report_hash(devices):
-    """A content hash of a report: equal for equal content, whatever the
-    order drivers listed things in."""
-    return hashlib.sha256(
-        _canonical(list(devices)).encode('utf-8')).hexdigest()
+def report_hash(devices, hardware=None):
+    """A content hash of a report (its devices and, if it carries one, its
+    hardware list): equal for equal content, whatever the order drivers
+    listed things in."""
+    text = _canonical(list(devices))
+    if hardware is not None:
+        text += '\n' + _canonical(list(hardware))
+    return hashlib.sha256(text.encode('utf-8')).hexdigest()
 
 
 def _has_reports(host):
@@ -67,6 +85,22 @@ def _has_reports(host):
     return (isinstance(host, host_obj.Host)
             and host.obj_attr_is_set('report_generation')
             and host.report_generation > 0)
+
+
+def next_report_seq(last):
+    """The sequence of the report after one sent with ``last``: higher,
+    and at least the time in microseconds, so that it stays above what an
+    agent sent before it lost count (a lost state file)."""
+    return max(last + 1, time.time_ns() // 1000)
+
+
+def _applied_seq(host):
+    """The sequence of the newest report of ours the conductor applied,
+    as its hello answer says (None: it does not say)."""
+    if isinstance(host, host_obj.Host) and host.obj_attr_is_set(
+            'report_seq'):
+        return host.report_seq
+    return None
 
 
 def _supported_version(error, obj):
@@ -100,6 +134,24 @@ def _cpid_info(device):
         return None
 
 
+def _functions(name, entries, kept, claimed):
+    """The HardwareFunctions of driver ``name``'s hardware ``entries``;
+    a device another driver took first is not offered by this one."""
+    kept_ids = {id(device) for device in kept}
+    functions = []
+    for entry in entries:
+        function = hardware_obj.HardwareFunction.from_entry(name, entry)
+        device = entry['device']
+        if device is not None and id(device) not in kept_ids:
+            owner = claimed.get(('device', _cpid_info(device)), 'another')
+            function.offered = False
+            function.reason = 'driver %s offers it already' % owner
+            function.action = ('narrow the configuration of one of the '
+                               'two drivers')
+        functions.append(function)
+    return functions
+
+
 class AgentManager(admin.AdminEndpoints):
     """Endpoints of topic ``cyborg-agent``; see rpcapi for versions."""
 
@@ -116,6 +168,9 @@ class AgentManager(admin.AdminEndpoints):
         self._lock = threading.Lock()
         self._report_lock = threading.Lock()
         self._watcher = None
+        self.changes = changes.ChangeCheck(
+            lambda: sysfs.fingerprint(conf.agent.sysfs_root),
+            conf.agent.full_rescan_interval)
         # (driver, control path) overlaps already logged.
         self._overlaps = set()
         # (hash, devices) of a report the conductor has not accepted yet.
@@ -124,6 +179,14 @@ class AgentManager(admin.AdminEndpoints):
                                        report_hash)
         # The hash of the last report the conductor accepted.
         self.accepted_hash = self._state and self._state.trusted_hash
+        # The sequence of the last report sent (or the conductor applied).
+        self._seq = (self._state and self._state.report_seq) or 0
+        # False once a conductor of an older release refused a sequence.
+        self._send_seq = True
+        # False once a conductor of an older release refused hardware.
+        self._send_hardware = True
+        # {(driver, address): HardwareFunction.decision()} last logged.
+        self._decisions = {}
 
     @property
     def conductor(self):
@@ -149,9 +212,27 @@ class AgentManager(admin.AdminEndpoints):
 
     def periodic_tasks(self):
         tasks = [(self.conf.agent.heartbeat_interval, self.keep_alive)]
-        if self.conf.agent.rescan_interval:
-            tasks.append((self.conf.agent.rescan_interval, self._rescan))
+        interval = self._rescan_interval()
+        if interval:
+            tasks.append((interval, self.periodic_rescan))
         return tasks
+
+    def _rescan_interval(self):
+        """Seconds between periodic rescans (None: no periodic rescan).
+        udev events announce hot-plugs, so with them (known once
+        init_host ran) a full rescan now and then is enough."""
+        if not self.conf.agent.rescan_interval:
+            return None
+        if self._watcher is None:
+            return self.conf.agent.rescan_interval
+        return self.conf.agent.full_rescan_interval or None
+
+    def periodic_rescan(self):
+        """The periodic rescan: without udev events, the drivers run only
+        if sysfs changed or a full rescan is due."""
+        if self._watcher is None and not self.changes.worth_discovering():
+            return
+        self._rescan()
 
     def _call_timeout(self):
         """How long a hello or report waits for the conductor.
@@ -188,14 +269,16 @@ class AgentManager(admin.AdminEndpoints):
         False, a report equal to the pending one is left to the heartbeat.
         """
         with self._report_lock:
-            devices = self.get_hardware(context)
-            digest = report_hash(devices)
+            devices, hardware = self._survey()
+            if not self._send_hardware:
+                hardware = None
+            digest = report_hash(devices, hardware)
             if digest == self.accepted_hash:
                 self._pending = None
                 return False
             if not resend and self._pending and self._pending[0] == digest:
                 return False
-            return self._send(context, digest, devices)
+            return self._send(context, digest, devices, hardware)
 
     def _resend(self, context):
         """Send the pending report again; True if now accepted."""
@@ -204,42 +287,87 @@ class AgentManager(admin.AdminEndpoints):
                 return False
             return self._send(context, *self._pending)
 
-    def _send(self, context, digest, devices):
+    def _next_seq(self):
+        self._seq = next_report_seq(self._seq)
+        return self._seq
+
+    def _report_data(self, context, digest, devices, hardware):
+        """``report_data`` with the report's sequence and hardware; a
+        conductor of an older release gets what it knows: the report
+        without hardware (then hashed without it, as the conductor
+        keeps it), or without a sequence either. Returns the answer, the
+        hash sent and the hardware sent (None: none)."""
+        timeout = self._call_timeout()
+        if hardware is not None and self._send_hardware and self._send_seq:
+            try:
+                return self.conductor.report_data(
+                    context, self.host, devices, digest,
+                    report_seq=self._next_seq(), hardware=hardware,
+                    timeout=timeout), digest, hardware
+            except messaging.RemoteError as e:
+                if e.exc_type != 'UnsupportedVersion':
+                    raise
+            LOG.info('The conductor takes reports without hardware only; '
+                     'sending them so until we say hello again')
+            self._send_hardware = False
+        if hardware is not None:
+            digest, hardware = report_hash(devices), None
+        if self._send_seq:
+            try:
+                return self.conductor.report_data(
+                    context, self.host, devices, digest,
+                    report_seq=self._next_seq(), timeout=timeout), digest, None
+            except messaging.RemoteError as e:
+                if e.exc_type != 'UnsupportedVersion':
+                    raise
+            LOG.info('The conductor takes reports without a sequence only; '
+                     'sending them so until we say hello again')
+            self._send_seq = False
+        answer = self.conductor.report_data(context, self.host, devices,
+                                            digest, timeout=timeout)
+        return answer, digest, None
+
+    def _send(self, context, digest, devices, hardware=None):
         try:
-            accepted = self.conductor.report_data(
-                context, self.host, devices, digest,
-                timeout=self._call_timeout())
+            accepted, digest, hardware = self._report_data(
+                context, digest, devices, hardware)
+
         except exception.HostNotFound:
             LOG.info('The conductor does not know us; saying hello again')
             self._registered.clear()
             self._pending = None
             return False
-        except messaging.MessagingException as e:
+        except (messaging.MessagingException,
+                exception.ServiceUnavailable) as e:
+            # ServiceUnavailable: the conductor's database is down.
             LOG.warning('The conductor did not take our report (%s); '
                         'sending it again later', e)
-            self._unconfirmed(digest, devices)
+            self._unconfirmed(digest, devices, hardware)
             return False
         if accepted != digest:
             LOG.info('The conductor will take our report again later')
-            self._unconfirmed(digest, devices)
+            self._unconfirmed(digest, devices, hardware)
             return False
         self.accepted_hash = digest
         self._pending = None
         self._save(agent_state.AgentState(
-            host=self.host, report_hash=digest, devices=tuple(devices)))
+            host=self.host, report_hash=digest, devices=tuple(devices),
+            report_seq=self._seq,
+            hardware=None if hardware is None else tuple(hardware)))
         LOG.info('Reported %d devices to the conductor', len(devices))
         return True
 
-    def _unconfirmed(self, digest, devices):
+    def _unconfirmed(self, digest, devices, hardware=None):
         """The conductor may or may not hold ``digest`` now: keep it to
         send again, and let a restart send a full report."""
-        self._pending = (digest, devices)
+        self._pending = (digest, devices, hardware)
         if self._state is None or self._state.unconfirmed is None:
             self._save(agent_state.AgentState(
                 host=self.host,
                 report_hash=self._state and self._state.report_hash,
                 devices=self._state.devices if self._state else (),
-                unconfirmed=digest))
+                unconfirmed=digest, report_seq=self._seq,
+                hardware=self._state.hardware if self._state else None))
 
     def _save(self, state):
         self._state = state
@@ -255,7 +383,8 @@ class AgentManager(admin.AdminEndpoints):
                     self.conf.agent.resource_provider_name or None))
             try:
                 host = self._say_hello(context, hello)
-            except messaging.MessagingException as e:
+            except (messaging.MessagingException,
+                    exception.ServiceUnavailable) as e:
                 LOG.warning('The conductor did not answer our hello (%s); '
                             'trying again in %d seconds', e,
                             self.conf.agent.heartbeat_interval)
@@ -264,6 +393,9 @@ class AgentManager(admin.AdminEndpoints):
                 # A conductor that asks, or lost track of us (a new
                 # database), gets a full report.
                 self.accepted_hash = None
+            self._seq = max(self._seq, _applied_seq(host) or 0)
+            self._send_seq = True
+            self._send_hardware = True
             self._registered.set()
             LOG.info('Registered with the conductor as %s', self.host)
             return True
@@ -300,19 +432,53 @@ class AgentManager(admin.AdminEndpoints):
             self._report(context)
 
     def get_hardware(self, context):
-        devices = []
+        """The devices the drivers offer (the report's devices)."""
+        return self._survey()[0]
+
+    def _survey(self):
+        """``(devices, hardware)``: what the drivers offer, and every
+        function they looked at as HardwareFunctions (the decisions are
+        logged when they change)."""
+        devices, hardware = [], []
         claimed = {}
+        self.changes.discovering()
         # The drivers share one read of the PCI tree.
         with sysfs.one_pass():
             for name in _claim_order(self.drivers):
                 try:
-                    found = self.drivers[name].discover()
+                    found, entries = self.drivers[name].survey()
                 except Exception:
                     LOG.exception('Driver %s failed to discover hardware',
                                   name)
                     continue
-                devices.extend(self._unclaimed(name, found, claimed))
-        return devices
+                kept = self._unclaimed(name, found, claimed)
+                devices.extend(kept)
+                hardware.extend(_functions(name, entries, kept, claimed))
+        self._log_decisions(hardware)
+        return devices, hardware
+
+    def _log_decisions(self, hardware):
+        """Log each function's decision once, when it changes: why one is
+        not offered (a WARNING), that one is offered again (INFO)."""
+        decisions = {}
+        for function in hardware:
+            key = (function.driver, function.address)
+            decision = decisions[key] = function.decision()
+            before = self._decisions.get(key)
+            if decision == before:
+                continue
+            if not function.offered:
+                LOG.warning(
+                    'Driver %s: PCI function %s (%s:%s, kernel driver %s) '
+                    'is not offered: %s.%s', function.driver,
+                    function.address, function.vendor_id,
+                    function.product_id, function.kernel_driver or 'none',
+                    function.reason, ' To offer it: %s.' % function.action
+                    if function.action else '')
+            elif before is not None:
+                LOG.info('Driver %s: PCI function %s is offered now',
+                         function.driver, function.address)
+        self._decisions = decisions
 
     def _unclaimed(self, name, devices, claimed):
         """Those of ``devices`` (found by driver ``name``) no driver before
@@ -375,6 +541,8 @@ class AgentManager(admin.AdminEndpoints):
     def fpga_program(self, context, controlpath_id, image_uuid, driver_name):
         """Download Glance image ``image_uuid`` and load it into the device
         of ``controlpath_id`` with driver ``driver_name``."""
+        # Loaded here: most agents never program a device.
+        from cyborg.common.clients import glance
         operation = 'Programming %s with image %s' % (
             controlpath_id.get('cpid_info'), image_uuid)
         driver = self._capable_driver(operation, drivers_base.Programmer,

@@ -3,13 +3,18 @@
 One JSON object (``[agent] state_file``)::
 
     {"format": 1, "host": "cmp-1", "report_hash": "<sha256>",
-     "devices": [<DriverDevice primitives>], "unconfirmed": null}
+     "devices": [<DriverDevice primitives>], "unconfirmed": null,
+     "report_seq": 1795000000000000, "hardware": [<HardwareFunction
+     primitives>]}
 
 ``report_hash`` and ``devices`` are the last report the conductor accepted.
 ``unconfirmed`` is the hash of a report sent after it whose fate the agent
 does not know (the conductor did not answer, or asked for it again later):
 the conductor may hold either, so an agent that starts with such a file
-sends a full report.
+sends a full report. ``report_seq`` is the sequence of the last report
+sent (absent in files of older agents): the next one's is higher.
+``hardware`` is what the drivers saw with that report, offered or not
+(absent, or null, when the report carried none): the hash covers it.
 
 The file is replaced atomically (a temporary file in the same directory,
 flushed to disk, then renamed over the old one), so a crash while writing
@@ -27,6 +32,7 @@ import tempfile
 from oslo_log import log as logging
 
 from cyborg.objects import driver_device
+from cyborg.objects import hardware as hardware_obj
 
 LOG = logging.getLogger(__name__)
 
@@ -45,6 +51,8 @@ class AgentState:
     report_hash: str | None = None
     devices: tuple = ()
     unconfirmed: str | None = None
+    report_seq: int | None = None
+    hardware: tuple | None = None
 
     @property
     def trusted_hash(self):
@@ -56,7 +64,11 @@ class AgentState:
             'format': FORMAT, 'host': self.host,
             'report_hash': self.report_hash,
             'devices': [d.obj_to_primitive() for d in self.devices],
-            'unconfirmed': self.unconfirmed}, sort_keys=True, indent=1)
+            'unconfirmed': self.unconfirmed,
+            'report_seq': self.report_seq,
+            'hardware': None if self.hardware is None else [
+                h.obj_to_primitive() for h in self.hardware]},
+            sort_keys=True, indent=1)
 
 
 def _string_or_none(data, key):
@@ -66,31 +78,51 @@ def _string_or_none(data, key):
     return value
 
 
+def _int_or_none(data, key):
+    value = data.get(key)
+    if value is not None and (isinstance(value, bool)
+                              or not isinstance(value, int)):
+        raise InvalidState('%s is %r, not an integer' % (key, value))
+    return value
+
+
+def _objects(data, key, cls):
+    """The ``cls`` objects of list ``key`` of ``data``."""
+    primitives = data.get(key, [])
+    if not isinstance(primitives, list):
+        raise InvalidState('%s is not a list' % key)
+    try:
+        objects = tuple(cls.obj_from_primitive(p) for p in primitives)
+    except Exception as e:
+        raise InvalidState('%s cannot be read back (%s)' % (key, e)) from e
+    if not all(isinstance(o, cls) for o in objects):
+        raise InvalidState('%s holds something other than %s'
+                           % (key, cls.obj_name()))
+    return objects
+
+
 def parse(text, digest):
     """An AgentState from the file's ``text``; ``digest`` hashes a device
-    list as the agent does. Raises InvalidState."""
+    list and a hardware list (or None) as the agent does. Raises
+    InvalidState."""
     try:
         data = json.loads(text)
     except ValueError as e:
         raise InvalidState('not JSON (%s)' % e) from e
     if not isinstance(data, dict) or data.get('format') != FORMAT:
         raise InvalidState('not a format %d agent state' % FORMAT)
-    primitives = data.get('devices', [])
-    if not isinstance(primitives, list):
-        raise InvalidState('devices is not a list')
-    try:
-        devices = tuple(driver_device.DriverDevice.obj_from_primitive(p)
-                        for p in primitives)
-    except Exception as e:
-        raise InvalidState('a device cannot be read back (%s)' % e) from e
-    if not all(isinstance(d, driver_device.DriverDevice) for d in devices):
-        raise InvalidState('devices holds something other than devices')
+    devices = _objects(data, 'devices', driver_device.DriverDevice)
+    hardware = (None if data.get('hardware') is None else
+                _objects(data, 'hardware', hardware_obj.HardwareFunction))
     state = AgentState(host=_string_or_none(data, 'host'),
                        report_hash=_string_or_none(data, 'report_hash'),
                        devices=devices,
-                       unconfirmed=_string_or_none(data, 'unconfirmed'))
-    if state.report_hash is not None and (
-            digest(list(devices)) != state.report_hash):
+                       unconfirmed=_string_or_none(data, 'unconfirmed'),
+                       report_seq=_int_or_none(data, 'report_seq'),
+                       hardware=hardware)
+    if state.report_hash is not None and digest(
+            list(devices), None if hardware is None else list(hardware)
+    ) != state.report_hash:
         raise InvalidState('its devices do not match its report hash')
     return state
 

@@ -12,15 +12,18 @@ from placement import deploy as placement_deploy
 PREFIX = '/placement'
 
 
-def build_app(state_dir):
-    """The Placement WSGI application, database migrated, noauth2."""
+def build_app(state_dir, connection=None, sync=True):
+    """The Placement WSGI application, noauth2, on SQLite in
+    ``state_dir`` or on the database of ``connection``; its schema is
+    migrated first when ``sync``. On SQLite, writers take turns."""
     conf = cfg.ConfigOpts()
     placement_conf.register_opts(conf)
-    url = 'sqlite:///%s' % os.path.join(state_dir, 'placement.sqlite')
+    url = connection or 'sqlite:///%s' % os.path.join(state_dir,
+                                                      'placement.sqlite')
     conf.set_default('connection', url, group='placement_database')
     conf([], project='placement', default_config_files=[])
     conf.set_override('auth_strategy', 'noauth2', group='api')
-    conf.set_override('sync_on_startup', True, group='placement_database')
+    conf.set_override('sync_on_startup', sync, group='placement_database')
     # noauth2's admin has no service role; let it reshape (cyborg sets
     # many providers' inventories in one request), as a deployment
     # lets its service users.
@@ -30,7 +33,10 @@ def build_app(state_dir):
                 'role:service"\n')
     conf.set_override('policy_file', policy, group='oslo_policy')
     placement_db_api.configure(conf)
-    return _one_writer_at_a_time(placement_deploy.loadapp(conf))
+    app = placement_deploy.loadapp(conf)
+    if url.startswith('sqlite'):
+        return _one_writer_at_a_time(app)
+    return app
 
 
 _READS = ('GET', 'HEAD', 'OPTIONS')

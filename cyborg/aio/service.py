@@ -16,6 +16,7 @@ from cyborg.common import rpc
 from cyborg.common import service as cyborg_service
 from cyborg.conductor import manager as conductor_manager
 from cyborg.conductor import rpcapi as conductor_rpcapi
+from cyborg.conf import aio as conf_aio
 from cyborg.db import api as db_api
 from cyborg.db import migration
 
@@ -27,7 +28,7 @@ def configure(conf, bind_host, port, state_dir, sysfs_root=None):
     except for the address, which the command line gives."""
     os.makedirs(state_dir, exist_ok=True)
     rpc.register_opts(conf)
-    conf.set_default('transport_url', 'fake:/')
+    conf.set_default('transport_url', 'local:/')
     conf.set_default('state_path', state_dir)
     conf.set_default('connection', 'sqlite:///%s' % os.path.join(
         state_dir, 'cyborg.sqlite'), group='database')
@@ -57,10 +58,35 @@ def compute_node_uuid(name):
     return str(uuid.uuid5(uuid.NAMESPACE_DNS, 'compute-node.' + name))
 
 
+def nova_configured(conf):
+    """Whether cyborg was told how to reach a Nova."""
+    return bool(conf.nova.auth_type or conf.nova.endpoint_override)
+
+
+def creates_compute_node(conf):
+    """Whether the all-in-one creates the compute node provider itself
+    (``[aio] compute_node_provider``): not when a Nova is there, whose
+    nova-compute must create it, with its own uuid, or never report its
+    VCPU, memory and disk."""
+    who = conf.aio.compute_node_provider
+    if who == conf_aio.AUTO:
+        who = conf_aio.NOVA if nova_configured(conf) else conf_aio.CYBORG
+    return who == conf_aio.CYBORG
+
+
 def ensure_compute_node(conf):
-    """Without Nova nobody else creates the compute node provider."""
-    client = placement_client.connect(conf)
+    """Without Nova nobody else creates the compute node provider. With
+    Nova, None: the conductor finds Nova's provider once nova-compute has
+    made it, and hangs the accelerators under it then (a host whose sync
+    found no compute node is retried every [conductor]
+    placement_retry_interval seconds)."""
     name = conf.agent.resource_provider_name
+    if not creates_compute_node(conf):
+        LOG.info('The compute node resource provider %s is left to Nova; '
+                 'accelerators are offered in Placement once it exists',
+                 name)
+        return None
+    client = placement_client.connect(conf)
     provider = placement_client.find_provider(client, name)
     if provider is None:
         provider = placement_client.create_provider(

@@ -7,6 +7,10 @@ From the outside in::
     CORS              [cors] options
     /healthcheck      oslo.middleware healthcheck, no auth
     ParsableError     every 4xx/5xx body becomes the error envelope
+    BodySizeLimit     413 for a body over [oslo_middleware]
+                      max_request_body_size (oslo.middleware's sizelimit)
+    URLCheck          400 for a path or query string that is not UTF-8 or
+                      holds control characters
     auth              keystonemiddleware, or noauth ([DEFAULT] auth_strategy)
     pecan             hooks and the controllers of cyborg.api.controllers
 
@@ -22,9 +26,12 @@ import pecan
 
 from cyborg.api.controllers import root
 from cyborg.api import hooks
+from cyborg.api import validation
 from cyborg.api.middleware import auth
+from cyborg.api.middleware import body_size
 from cyborg.api.middleware import parsable_error
 from cyborg import conf as cyborg_conf
+from cyborg.conf import opts as conf_opts
 
 CONF = cyborg_conf.CONF
 
@@ -50,7 +57,8 @@ def pecan_app(conductor_api=None):
     """The controllers with their hooks, JSON only."""
     return pecan.make_app(
         root.RootController(),
-        hooks=[hooks.ErrorHook(), hooks.MicroversionHook(),
+        hooks=[hooks.ErrorHook(), hooks.AcceptHook(),
+               hooks.MicroversionHook(),
                hooks.ContextHook(), hooks.ConductorAPIHook(conductor_api),
                hooks.EmptyBodyHook()],
         default_renderer='json',
@@ -58,6 +66,8 @@ def pecan_app(conductor_api=None):
         force_canonical=False,
         # A dot in a resource name must not change the content type.
         guess_content_type_from_ext=False,
+        # Bodies are read by cyborg.api.validation only.
+        request_cls=validation.Request,
         errors={})
 
 
@@ -65,7 +75,10 @@ def setup_app(conf=CONF, conductor_api=None):
     """The whole API pipeline as one WSGI application. ``conductor_api``
     replaces the RPC client (the all-in-one calls its conductor
     directly)."""
+    conf_opts.set_api_defaults()
     app = auth.setup(pecan_app(conductor_api), conf)
+    app = validation.URLCheck(app)
+    app = body_size.BodySizeLimit(app, conf)
     app = parsable_error.ParsableErrorMiddleware(app)
     app = PathDispatch(app, HEALTHCHECK_PATH,
                        healthcheck.Healthcheck(None, conf))

@@ -47,6 +47,15 @@ def status_and_message(exc):
     return status, message
 
 
+def headers_of(exc):
+    """The headers an error response to ``exc`` carries besides the
+    envelope's: those a cyborg exception names (``Retry-After`` of
+    DatabaseUnavailable)."""
+    if isinstance(exc, exception.CyborgException):
+        return dict(exc.headers)
+    return {}
+
+
 def _http_message(exc):
     """webob's detail, else its explanation, else its title where the
     explanation is only the generic text of the 4xx or 5xx family."""

@@ -1,5 +1,6 @@
 """Pecan hooks: what every request gets before and after its controller.
 
+* ``AcceptHook``: every route answers JSON to any Accept admitting it.
 * ``MicroversionHook``: the requested version of a v2 request
   (``request.version``) and the version headers on the response.
 * ``ContextHook``: ``request.context``, who is calling.
@@ -11,17 +12,19 @@
 import threading
 
 from pecan import hooks
+from webob import acceptparse
 import webob.exc
 
 from cyborg.api.controllers import root
 from cyborg.api.middleware import parsable_error
-from cyborg.api import errors
 from cyborg.api import microversion
 from cyborg.common import context
+from cyborg.common import exception
 from cyborg.common import rpc
 from cyborg.conductor import rpcapi
 
 ADMIN_ROLE = 'admin'
+JSON = 'application/json'
 _V2_KEY = 'cyborg.api.v2'
 
 
@@ -63,6 +66,42 @@ class ConductorAPIHook(hooks.PecanHook):
 
     def before(self, state):
         state.request.conductor_api = self._conductor_api()
+
+
+class AcceptHook(hooks.PecanHook):
+    """Content negotiation, once for every route: the API answers JSON
+    (or nothing), so a request whose ``Accept`` admits
+    ``application/json`` (``*/*``, none at all) is served whatever the
+    handler declares, and one that admits no JSON is a 406.
+
+    The header is dropped once checked: pecan would otherwise negotiate
+    again against each handler's own content types and refuse a handler
+    that declares none (no body) with a 406.
+    """
+
+    # How closely a media range names JSON; the closest one decides.
+    _RANGES = {JSON: 2, 'application/*': 1, '*/*': 0}
+
+    @classmethod
+    def admits_json(cls, accept):
+        """Whether an ``Accept`` (webob's parsed header) admits JSON. No
+        header, or one that cannot be parsed, admits anything; media
+        type parameters (``; charset=utf-8``) are not compared."""
+        if not isinstance(accept, acceptparse.AcceptValidHeader):
+            return True
+        closest = None
+        for media_range, quality, _params, _extensions in accept.parsed:
+            rank = cls._RANGES.get(media_range.partition(';')[0].lower())
+            if rank is not None and (closest is None or rank > closest[0]):
+                closest = (rank, quality)
+        return closest is not None and closest[1] > 0
+
+    def on_route(self, state):
+        request = state.request
+        if not self.admits_json(request.accept):
+            raise exception.JSONNotAccepted(
+                accept=request.headers.get('Accept'))
+        request.headers.pop('Accept', None)
 
 
 class MicroversionHook(hooks.PecanHook):
@@ -111,5 +150,4 @@ class ErrorHook(hooks.PecanHook):
     def on_error(self, state, exc):
         if isinstance(exc, webob.exc.HTTPException) and exc.code < 400:
             return None  # redirects are responses, not errors
-        return parsable_error.error_response(
-            *errors.status_and_message(exc))
+        return parsable_error.exception_response(exc)

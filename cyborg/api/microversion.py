@@ -31,6 +31,8 @@ VERSIONS = [
             'return a next link.'),
     ('2.5', 'Generic-driver operations: /v2/hosts, /v2/drivers, '
             '/v2/services, /v2/discovery and /v2/attachments.'),
+    ('2.6', 'GET /v2/hardware: every PCI function the drivers looked at, '
+            'offered or not and why.'),
 ]
 
 MIN_VERSION = microversion_parse.parse_version_string(VERSIONS[0][0])

@@ -1,5 +1,6 @@
-"""Accelerators of the v1 API: list, show, create, update the spec,
-attach to an instance or a host, detach."""
+"""Accelerators of the v1 API: list (with the hardware the agents
+discovered), show, create, update the spec, attach to an instance or a
+host, detach."""
 
 import json
 
@@ -10,8 +11,10 @@ from cliff import show
 from cyborg.cli import client
 from cyborg.cli import output
 
+# ``free``: the units of discovered hardware not provisioned yet (empty
+# for an accelerator, which is one unit).
 LIST_FIELDS = ('uuid', 'name', 'state', 'device_type', 'host',
-               'instance_uuid', 'attached_host', 'spec_version')
+               'instance_uuid', 'attached_host', 'spec_version', 'free')
 
 
 def _path(uuid, suffix=''):
@@ -62,7 +65,12 @@ class _ShowAccelerator(show.ShowOne):
 
 
 class ListAccelerators(lister.Lister):
-    """List the accelerators (v1 API)."""
+    """List the accelerators and the hardware they come from (v1 API).
+
+    Hardware an agent discovered is listed with state inactive (its
+    device is not enabled yet) or ready, and how many of its units are
+    free to provision.
+    """
 
     def take_action(self, parsed_args):
         doc = self.app.client.v1('GET', '/accelerators').json()
@@ -83,7 +91,8 @@ class ShowAccelerator(_ShowAccelerator):
 
 
 class CreateAccelerator(_ShowAccelerator):
-    """Provision an accelerator from a free deployable (v1 API)."""
+    """Provision an accelerator: one free unit of the ready hardware (v1
+    API)."""
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -131,19 +140,25 @@ class UpdateAccelerator(_ShowAccelerator):
 
 
 class AttachAccelerator(_ShowAccelerator):
-    """Attach an accelerator to an instance or a host (v1 API)."""
+    """Attach an accelerator to an instance or a host (v1 API).
+
+    Without --instance or --host it is attached to the host it is on.
+    """
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
         parser.add_argument('uuid', metavar='UUID')
-        target = parser.add_mutually_exclusive_group(required=True)
+        target = parser.add_mutually_exclusive_group()
         target.add_argument('--instance', metavar='INSTANCE_UUID')
         target.add_argument('--host', metavar='HOST')
         return parser
 
     def take_action(self, parsed_args):
-        body = ({'instance_uuid': parsed_args.instance}
-                if parsed_args.instance else {'host': parsed_args.host})
+        body = {}
+        if parsed_args.instance:
+            body['instance_uuid'] = parsed_args.instance
+        elif parsed_args.host:
+            body['host'] = parsed_args.host
         accelerator = self.app.client.v1('PUT', _path(parsed_args.uuid),
                                          json=body).json()
         return self.show(accelerator)

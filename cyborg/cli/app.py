@@ -23,12 +23,13 @@ from cyborg.cli import accelerators
 from cyborg.cli import attachments
 from cyborg.cli import client
 from cyborg.cli import drivers
+from cyborg.cli import hardware
 from cyborg.cli import hosts
 from cyborg.cli import services
 from cyborg import version as cyborg_version
 
 DESCRIPTION = 'Administer the accelerators of an OpenStack cloud (cyborg).'
-FAMILIES = (accelerators, drivers, services, hosts, attachments)
+FAMILIES = (accelerators, drivers, services, hosts, hardware, attachments)
 NOAUTH_USER = 'admin'
 # Libraries whose INFO and WARNING records repeat what the command's one
 # error line says; shown with --debug.

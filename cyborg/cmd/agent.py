@@ -12,7 +12,7 @@ def main():
     conf = service.CONF
     svc = service.RPCService(conf.host, rpc.AGENT_TOPIC,
                              manager.AgentManager(conf.host, conf))
-    return service.launch([svc])
+    return service.run_in_foreground(svc)
 
 
 if __name__ == '__main__':

@@ -20,7 +20,7 @@ def main():
         sys.exit('cyborg-conductor: %s' % e)
     svc = service.RPCService(conf.host, rpc.CONDUCTOR_TOPIC,
                              manager.ConductorManager(conf.host, conf))
-    return service.launch([svc])
+    return service.run_in_foreground(svc)
 
 
 if __name__ == '__main__':

@@ -1,12 +1,13 @@
 """Request context: who is calling, carried through API, RPC and DB."""
 
 from oslo_context import context
-from oslo_db.sqlalchemy import enginefacade
 
 
-@enginefacade.transaction_context_provider
 class RequestContext(context.RequestContext):
-    """A context that also carries an oslo.db transaction."""
+    """A context that also carries an oslo.db transaction, once
+    :mod:`cyborg.db.api` is loaded: it makes the class a transaction
+    context provider, so that a daemon that never opens the database
+    (the agent) does not load oslo.db and SQLAlchemy."""
 
     def __init__(self, service_roles=None, **kwargs):
         super().__init__(**kwargs)

@@ -54,6 +54,14 @@ class InvalidParameterValue(Invalid):
     msg_fmt = _('%(err)s')
 
 
+class InvalidRequestBody(Invalid):
+    msg_fmt = _('Invalid request body: %(reason)s')
+
+
+class InvalidQueryParameter(Invalid):
+    msg_fmt = _('Invalid query parameter %(name)s: %(reason)s')
+
+
 class InvalidUUID(Invalid):
     msg_fmt = _('Expected a UUID but received %(uuid)s.')
 
@@ -62,9 +70,18 @@ class MarkerNotFound(Invalid):
     msg_fmt = _('No item with marker %(marker)s was found.')
 
 
-class InvalidAPIVersion(CyborgException):
-    msg_fmt = _('%(reason)s')
+class NotAcceptable(CyborgException):
+    msg_fmt = _('The request does not accept what this API answers.')
     code = http.NOT_ACCEPTABLE
+
+
+class InvalidAPIVersion(NotAcceptable):
+    msg_fmt = _('%(reason)s')
+
+
+class JSONNotAccepted(NotAcceptable):
+    msg_fmt = _('This API answers in JSON only, which "Accept: '
+                '%(accept)s" refuses.')
 
 
 class NotAuthorized(CyborgException):
@@ -116,6 +133,17 @@ class Locked(CyborgException):
 class ServiceUnavailable(CyborgException):
     msg_fmt = _('%(reason)s')
     code = http.SERVICE_UNAVAILABLE
+
+
+class DatabaseUnavailable(ServiceUnavailable):
+    """The database does not answer (down, unreachable, restarting).
+
+    Raised by ``cyborg.db.api`` for any connection failure, in the API
+    and in the conductor (whence it crosses RPC as this class). Clients
+    and load balancers are told when to try again."""
+
+    msg_fmt = _('The database is unavailable; try again later.')
+    headers = {'Retry-After': '5'}
 
 
 class DriverLoadError(CyborgException):
@@ -237,10 +265,24 @@ class DuplicateAccelerator(Conflict):
     msg_fmt = _('An accelerator %(accelerator)s already exists.')
 
 
-class NoFreeDeployable(Conflict):
-    msg_fmt = _('No free deployable can be provisioned as accelerator '
-                '%(accelerator)s: every deployable of an enabled device on '
-                'a host that is up is claimed or in use.')
+class NoFreeAccelerator(Conflict):
+    msg_fmt = _('The hardware is exhausted: no accelerator unit is free to '
+                'provision accelerator %(accelerator)s. All %(total)s units '
+                'of enabled devices on hosts that are up are provisioned or '
+                'in use; %(inactive)s more are on devices not ready yet '
+                '(inactive: enable them to offer them).')
+
+
+class NotProvisioned(Conflict):
+    msg_fmt = _('%(accelerator)s is hardware an agent discovered (state '
+                '%(state)s), not a provisioned accelerator: provision one '
+                'of its units with POST /v1/accelerators {"name": ...} and '
+                'use the accelerator that answers.')
+
+
+class AcceleratorClaimRace(Conflict):
+    msg_fmt = _('Accelerator %(accelerator)s was not provisioned: other '
+                'requests kept taking the free units first; try again.')
 
 
 class SpecConflict(Conflict):

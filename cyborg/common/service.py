@@ -9,6 +9,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_service import service
 
+from cyborg.common import exception
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
@@ -24,7 +25,7 @@ def prepare_service(argv=None, conf=CONF, default_config_files=None):
     argv = sys.argv if argv is None else argv
     logging.register_options(conf)
     rpc.set_defaults()
-    conf_opts.set_lib_defaults()
+    conf_opts.set_common_defaults()
     conf(argv[1:], project='cyborg', version=version.version_string(),
          default_config_files=default_config_files)
     logging.setup(conf, 'cyborg')
@@ -81,6 +82,9 @@ def _guarded(task):
     def run():
         try:
             task()
+        except exception.ServiceUnavailable as e:
+            # The database (say) is down: the next run tries again.
+            LOG.warning('Periodic task %s failed: %s', task.__name__, e)
         except Exception:
             LOG.exception('Periodic task %s failed', task.__name__)
     run.__name__ = task.__name__
@@ -88,20 +92,23 @@ def _guarded(task):
 
 
 def launch(services, workers=1):
-    """Run ``services`` in this process until SIGTERM or SIGINT."""
+    """Run ``services`` under oslo.service's launcher until SIGTERM or
+    SIGINT: a parent process that forks ``workers`` worker processes and
+    restarts one that dies. For the API, whose workers share its port."""
     launcher = service.ServiceLauncher(CONF, restart_method='mutate')
     for svc in services:
         launcher.launch_service(svc, workers=workers)
     return launcher.wait()
 
 
+def run_in_foreground(svc, conf=CONF):
+    """Start ``svc`` in this process and stop it on SIGTERM or SIGINT;
+    SIGHUP re-reads the mutable options of the config files.
 
-
-def run_in_foreground(svc):
-    """Start ``svc`` in this process and stop it on SIGTERM or SIGINT.
-
-    Unlike the forking launchers, a failure to start is an exit with an
-    error, not a respawn loop: what the all-in-one wants.
+    One process, where oslo.service's launcher would fork a worker under a
+    parent that only watches it: the agent, the conductor and the
+    all-in-one serve from one process, and a supervisor (systemd) restarts
+    it. A failure to start is an exit with an error, not a respawn loop.
     """
     stopping = threading.Event()
 
@@ -109,15 +116,21 @@ def run_in_foreground(svc):
         LOG.info('Signal %s received, stopping', signum)
         stopping.set()
 
+    def on_hangup(_signum, _frame):
+        LOG.info('SIGHUP received, reloading the mutable options')
+        conf.mutate_config_files()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
+    signal.signal(signal.SIGHUP, on_hangup)
     try:
         svc.start()
     except Exception as e:
         LOG.exception('Could not start: %s', e)
         _stop_quietly(svc)
         return 1
-    while not stopping.wait(1):
+    # A signal wakes this wait; the timeout only bounds it.
+    while not stopping.wait(3600):
         pass
     svc.stop()
     return 0

@@ -3,8 +3,8 @@
 Provisioning (``POST /v1/accelerators``) goes api -> conductor -> agent
 -> driver, as the Pike API proposal says:
 
-1. the conductor claims the first free deployable for the new name, in
-   one transaction (state ``provisioning``);
+1. the conductor claims the first free accelerator unit for the new
+   name, in one transaction (state ``provisioning``);
 2. it asks the agent of that deployable's host to set the device up
    (``setup_device``: the driver's setup step, if it has one);
 3. the accelerator becomes ``available``; if the agent failed, the claim
@@ -12,10 +12,15 @@ Provisioning (``POST /v1/accelerators``) goes api -> conductor -> agent
    died in between is dropped by the periodic ``expire_claims``, so the
    name is free again and the request can be repeated.
 
+An accelerator is one unit of a deployable (the fake driver's card has
+16): provisioning hands out units until every unit of the ready
+hardware is provisioned or used by an accelerator request.
+
 Attach and detach are, as the proposal says, mainly a state change in
-the database; the attached deployable's inventory is also reserved in
-Placement so that Nova schedules nothing else onto it, and detaching is
-refused while Placement or an accelerator request still holds it.
+the database; each attached accelerator also reserves one unit of its
+deployable's inventory in Placement so that Nova schedules nothing onto
+it. Attaching is refused when no unit is left for it, detaching while
+allocations sit on its unit (the deployable is overcommitted).
 """
 
 import datetime
@@ -29,7 +34,7 @@ from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common.clients import placement
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
-from cyborg.conductor import reporting
+from cyborg.conductor import placement_service
 from cyborg.db import accelerators as db_accelerators
 
 LOG = logging.getLogger(__name__)
@@ -39,13 +44,15 @@ EXPIRE_INTERVAL = 60
 CLAIM_TTL = datetime.timedelta(minutes=5)
 
 
-class Accelerators(placement.Connected):
+class Accelerators:
 
-    def __init__(self, conf, devices):
+    def __init__(self, conf, devices, placement=None):
         self.conf = conf
         #: cyborg.conductor.devices.Devices, which syncs a host's
         #: Placement inventory from the database.
         self.devices = devices
+        #: The conductor's PlacementService.
+        self.placement = placement or devices.placement
 
     def periodic_tasks(self):
         return [(EXPIRE_INTERVAL, self.expire_claims)]
@@ -102,41 +109,57 @@ class Accelerators(placement.Connected):
             jsonutils.dumps(acc_capability, sort_keys=True))
 
     def attach(self, context, uuid, instance_uuid=None, host=None):
-        rp_uuid, _arqs = db_accelerators.allocation_holders(context, uuid)
-        consumers = self._consumers(rp_uuid)
-        if consumers:
+        """Attach to an instance, a host, or (neither given) the host
+        the accelerator is on; its unit is then reserved in Placement."""
+        holders = db_accelerators.allocation_holders(context, uuid)
+        used, users = self._usage(holders)
+        if holders.total and used + holders.attached + 1 > holders.total:
             raise exception.AcceleratorBusy(
-                accelerator=uuid, reason='Placement consumer %s holds it' %
-                ', '.join(consumers))
+                accelerator=uuid, reason='all %d units of its deployable '
+                'are attached or allocated (%s)' % (
+                    holders.total, ', '.join(users) or 'attached'))
         hostname = db_accelerators.attach(context, uuid, instance_uuid, host)
         LOG.info('Accelerator %s attached to %s', uuid,
                  'instance %s' % instance_uuid if instance_uuid
-                 else 'host %s' % host)
+                 else 'host %s' % (host or hostname))
         if hostname:
             self.devices.sync_host(context, hostname)
 
     def detach(self, context, uuid):
-        rp_uuid, arqs = db_accelerators.allocation_holders(context, uuid)
-        holders = ['accelerator request %s' % arq for arq in arqs]
-        holders += ['Placement consumer %s' % consumer
-                    for consumer in self._consumers(rp_uuid)]
-        if holders:
+        """Detach; refused while the deployable is overcommitted, that
+        is while allocations sit on the unit this accelerator holds."""
+        holders = db_accelerators.allocation_holders(context, uuid)
+        used, users = self._usage(holders)
+        if used and used + holders.attached > holders.total:
             raise exception.AcceleratorAllocated(
-                accelerator=uuid, holders=', '.join(holders))
+                accelerator=uuid, holders=', '.join(users))
         hostname = db_accelerators.detach(context, uuid)
         LOG.info('Accelerator %s detached', uuid)
         if hostname:
             self.devices.sync_host(context, hostname)
 
-    def _consumers(self, rp_uuid):
-        """Who holds allocations on provider ``rp_uuid``; nobody when
-        Placement cannot say (the database knew of no ARQ)."""
+    def _usage(self, holders):
+        """(units used by others, their names): Placement's allocations
+        on the deployable's provider, or its ARQs if they are more."""
+        allocations = self._allocations(holders.rp_uuid)
+        placement_used = sum(sum(resources.values())
+                             for resources in allocations.values())
+        users = ['accelerator request %s' % arq for arq in holders.arqs]
+        users += ['Placement consumer %s' % consumer
+                  for consumer in sorted(allocations)]
+        return max(placement_used, len(holders.arqs)), users
+
+    def _allocations(self, rp_uuid):
+        """``{consumer: {resource class: amount}}`` on provider
+        ``rp_uuid``; nothing when Placement cannot say (the database's
+        ARQs count then)."""
         if not rp_uuid:
-            return []
+            return {}
         try:
-            allocations = placement.get_allocations(self.placement, rp_uuid)
-        except reporting.SYNC_ERRORS as e:
+            allocations = placement.get_allocations(self.placement.client,
+                                                  rp_uuid)
+        except placement_service.SYNC_ERRORS as e:
             LOG.warning('Placement could not list the allocations of '
                         'provider %s: %s', rp_uuid, e)
-            return []
-        return sorted(allocations or {})
+            return {}
+        return allocations or {}

@@ -23,6 +23,7 @@ from cyborg.common.clients import placement
 from cyborg.common import exception
 from cyborg.common import profile_groups
 from cyborg.common import states
+from cyborg.conductor import placement_service
 from cyborg.conductor import placement_sync
 from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import deployables as db_deployables
@@ -31,7 +32,6 @@ from cyborg.db import device_profiles as db_device_profiles
 LOG = logging.getLogger(__name__)
 
 MAX_ATTEMPTS = 3
-CONSUMER_CONFLICT = 'placement.concurrent_update'
 
 
 def candidates_query(groups, tree_uuid=None):
@@ -71,11 +71,14 @@ def without(current, rp_uuids):
             if rp not in rp_uuids}
 
 
-class Attachments(placement.Connected):
+class Attachments:
 
-    def __init__(self, conf, binding):
+    def __init__(self, conf, binding, placement=None):
         self.conf = conf
         self.binding = binding
+        #: The conductor's PlacementService.
+        self.placement = (placement or
+                          placement_service.PlacementService(conf))
 
     def _tree(self, context, hostname):
         """The uuid of the compute node provider of ``hostname``: a host
@@ -84,7 +87,7 @@ class Attachments(placement.Connected):
         if not hostname:
             return None
         provider = placement_sync.find_compute_node(
-            self.placement, placement_sync.compute_node_names(context,
+            self.placement.client, placement_sync.compute_node_names(context,
                                                               hostname))
         if provider is None:
             raise exception.HostNotFound(host=hostname)
@@ -93,19 +96,17 @@ class Attachments(placement.Connected):
     def _update_allocations(self, consumer, change, context):
         """Apply ``change(current allocations)`` to the consumer's
         allocations, again when another writer moved its generation."""
-        for attempt in range(1, MAX_ATTEMPTS + 1):
+        client = self.placement.client
+
+        def write(_attempt):
             current, generation, project_id, user_id = (
-                placement.get_consumer_allocations(self.placement, consumer))
-            try:
-                placement.put_consumer_allocations(
-                    self.placement, consumer, change(current), generation,
-                    project_id or context.project_id,
-                    user_id or context.user_id)
-                return
-            except exception.PlacementError as e:
-                if attempt == MAX_ATTEMPTS or not placement.is_conflict(
-                        e, CONSUMER_CONFLICT):
-                    raise
+                placement.get_consumer_allocations(client, consumer))
+            placement.put_consumer_allocations(
+                client, consumer, change(current), generation,
+                project_id or context.project_id,
+                user_id or context.user_id)
+        self.placement.retry_on_conflict(write, 'consumer %s' % consumer,
+                                         attempts=MAX_ATTEMPTS)
 
     def attach(self, context, instance_uuid, profile_name, hostname=None):
         """Attach the accelerators of ``profile_name`` to the instance;
@@ -115,7 +116,7 @@ class Attachments(placement.Connected):
         where = ' on host %s' % hostname if hostname else ''
         tree_uuid = self._tree(context, hostname)
         request = placement.allocation_candidates(
-            self.placement, candidates_query(groups, tree_uuid))
+            self.placement.client, candidates_query(groups, tree_uuid))
         if request is None:
             raise exception.NoAcceleratorForInstance(profile=profile.name,
                                                      where=where)

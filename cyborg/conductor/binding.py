@@ -1,15 +1,19 @@
 """The ARQ lifecycle: create, bind, unbind, delete and recovery.
 
-A bind is persisted at every step: all ARQs of the request move to
-BindStarted together (or none does: a second bind of the same ARQ gets
-409), each claims a free attach handle of the deployable behind the
-provider Nova picked, the device is prepared (FPGA programmed or mdev
-created) and the ARQ moves to Bound, or to BindFailed with its handle
-released. Then Nova gets one event per ARQ of the instance, and the ARQs
-remember that it did. A conductor that stops midway leaves ARQs in
-BindStarted with its name on them: on start it fails those it owns, and a
-periodic task fails any left by others for too long, and sends Nova the
-events it has not had yet.
+A bind is persisted at every step that waits on something outside the
+database. In one transaction all ARQs of the request move to BindStarted
+(or none does: a second bind of the same ARQ gets 409), each claims a
+free attach handle of the deployable behind the provider Nova picked
+(BindFailed when none is free), and those whose device needs nothing
+more move on to Bound. The others stay BindStarted with their handle
+while their device is prepared (FPGA programmed or mdev created) by its
+agent, then move to Bound, or to BindFailed with the handle released, in
+a second transaction. The request returns once that is committed; Nova
+gets one event per ARQ of the instance right after, off the request path
+(``nova_events``), and the ARQs remember that it did. A conductor that
+stops midway leaves ARQs in BindStarted with its name on them: on start
+it fails those it owns, and a periodic task fails any left by others for
+too long; both send Nova the events it has not had yet.
 """
 
 import datetime
@@ -18,12 +22,12 @@ from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from cyborg.agent import rpcapi as agent_rpcapi
-from cyborg.common.clients import nova
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import profile_groups
 from cyborg.common import states
 from cyborg.conductor import inventory
+from cyborg.conductor import nova_events
 from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import hosts as db_hosts
 
@@ -38,10 +42,11 @@ PERIODIC_INTERVAL = 30
 
 class Binding:
 
-    def __init__(self, conf):
+    def __init__(self, conf, inventory=None):
         self.conf = conf
         self._agents = None
-        self._inventory = None
+        self._inventory = inventory
+        self.events = nova_events.NovaEvents(conf)
 
     @property
     def agents(self):
@@ -72,21 +77,34 @@ class Binding:
                  if values is not None}
         if not binds:
             return
-        db_arqs.start_binds(context, binds, project_id, self.conf.host)
-        for uuid in binds:
-            self._bind(context, uuid)
-        self.notify(context)
+        claims, failed = db_arqs.bind(context, binds, project_id,
+                                      self.conf.host, _ready)
+        for uuid in failed:
+            LOG.warning('Binding ARQ %s failed: no free attach handle on '
+                        'provider %s', uuid, binds[uuid]['device_rp_uuid'])
+        if claims:
+            self._prepare_all(context, claims)
+        self.events.post({values['instance_uuid']
+                          for values in binds.values()})
 
-    def _bind(self, context, uuid):
-        try:
-            deployable, handle = db_arqs.claim_handle(context, uuid)
-            self._prepare(context, db_arqs.get(context, uuid), deployable,
-                          handle)
-            db_arqs.finish_bind(context, uuid)
-            LOG.info('ARQ %s bound to %s', uuid, deployable.name)
-        except Exception as e:
-            LOG.warning('Binding ARQ %s failed: %s', uuid, e)
-            self._fail(context, uuid)
+    def _prepare_all(self, context, claims):
+        """Prepare the devices of the ARQs left BindStarted, then finish
+        their binds together."""
+        bound, failed = [], []
+        for claim in claims:
+            try:
+                self._prepare(context, claim.arq, claim.deployable,
+                              claim.handle)
+            except Exception as e:
+                LOG.warning('Binding ARQ %s failed: %s', claim.arq.uuid, e)
+                failed.append(claim.arq.uuid)
+            else:
+                LOG.info('ARQ %s bound to %s', claim.arq.uuid,
+                         claim.deployable.name)
+                bound.append(claim.arq.uuid)
+        for uuid in db_arqs.finish_binds(context, bound, failed):
+            LOG.info('ARQ %s changed while its device was prepared; it is '
+                     'left as it is', uuid)
 
     def _fail(self, context, uuid):
         try:
@@ -96,10 +114,11 @@ class Binding:
 
     def _prepare(self, context, arq, deployable, handle):
         """Program the FPGA or create the mdev the ARQ needs."""
-        wanted = profile_groups.accel_properties(arq.group)
-        if any(wanted.get(key) for key in PROGRAM_KEYS):
-            self.inventory.program_for_bind(context, deployable.uuid,
-                                            wanted, arq.hostname)
+        if _programs(arq):
+            # The group as it is: program_for_bind reads its
+            # "accel:bitstream_id" or "accel:function_id".
+            self.inventory.program_for_bind(
+                context, deployable.uuid, arq.group, arq.hostname)
         if handle.attach_type == MDEV:
             info = arq.attach_handle_info
             self.agents.create_mdev(context, arq.hostname, _pci(info),
@@ -162,20 +181,11 @@ class Binding:
         self.reports_due(context, sorted({arq.hostname for arq in deleted
                                           if arq.hostname}))
 
-    def notify(self, context):
-        """Send Nova the events of every instance whose ARQs are all
-        resolved and not yet reported."""
-        for instance, arqs in db_arqs.unnotified_instances(context).items():
-            event_list = nova.events(instance, {
-                arq.uuid: states.nova_status(arq.state) for arq in arqs})
-            if nova.send_events(self.conf, event_list):
-                db_arqs.mark_notified(context, [arq.uuid for arq in arqs])
-
     def recover(self, context):
         """Fail the binds this conductor left unfinished, tell Nova."""
         self._fail_all(context, db_arqs.stale_binds(
             context, conductor=self.conf.host))
-        self.notify(context)
+        self.events.send_pending()
 
     def check(self, context=None):
         """Periodic: binds left by any conductor too long ago fail; Nova
@@ -183,13 +193,25 @@ class Binding:
         context = context or cyborg_context.get_admin_context()
         self._fail_all(context, db_arqs.stale_binds(
             context, started_before=timeutils.utcnow() - BIND_TIMEOUT))
-        self.notify(context)
+        self.events.send_pending()
 
     def _fail_all(self, context, uuids):
         for uuid in uuids:
             LOG.warning('ARQ %s was left in %s by a stopped conductor; it '
                         'failed', uuid, states.BIND_STARTED)
             self._fail(context, uuid)
+
+
+def _programs(arq):
+    """Whether the ARQ's device profile group asks for an FPGA image."""
+    wanted = profile_groups.accel_properties(arq.group)
+    return any(wanted.get(key) for key in PROGRAM_KEYS)
+
+
+def _ready(arq, handle):
+    """Whether a bind is done once its attach handle is claimed: nothing
+    to program or create on the host first."""
+    return not _programs(arq) and handle.attach_type != MDEV
 
 
 def _pci(info):

@@ -8,7 +8,8 @@ inventory from the device's status), so a later agent report does not
 undo it. With ``[conductor] reserve_down_hosts`` every device of a host
 that is down is reserved the same way until the host is back. When
 Placement cannot be reached the status is still recorded and the host is
-synced by the periodic task once Placement is back.
+synced by the periodic retry of ``placement_service`` once Placement is
+back.
 
 With ``[agent] new_device_state = inactive`` devices arrive disabled and
 enabling one first runs its driver's setup step on its host (the seed's
@@ -19,28 +20,23 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from cyborg.agent import rpcapi as agent_rpcapi
-from cyborg.common import context as cyborg_context
 from cyborg.common import exception
-from cyborg.conductor import placement_sync
-from cyborg.conductor import reporting
+from cyborg.conductor import placement_service
 from cyborg.db import devices as db_devices
-from cyborg.db import hosts as db_hosts
 from cyborg.i18n import _
 
 LOG = logging.getLogger(__name__)
 
 STATUSES = ('enabled', db_devices.DISABLED)
-RETRY_INTERVAL = 30
 
 
 class Devices:
 
-    def __init__(self, conf, sync=None):
+    def __init__(self, conf, placement=None):
         self.conf = conf
-        self.sync = sync or placement_sync.PlacementSync(conf)
-
-    def periodic_tasks(self):
-        return [(RETRY_INTERVAL, self.retry_pending)]
+        #: The conductor's PlacementService.
+        self.placement = (placement or
+                          placement_service.PlacementService(conf))
 
     def set_status(self, context, device_uuid, status):
         if status not in STATUSES:
@@ -80,33 +76,7 @@ class Devices:
         if self.conf.conductor.reserve_down_hosts:
             self.sync_host(context, hostname)
 
-    def _host_down(self, context, hostname):
-        if not self.conf.conductor.reserve_down_hosts:
-            return False
-        try:
-            return db_hosts.get_by_hostname(context,
-                                            hostname)[0].status == 'down'
-        except exception.HostNotFound:
-            return False
-
     def sync_host(self, context, hostname):
         """Placement shows the host's deployables as the database does;
         False (and the host marked pending) when Placement failed."""
-        providers = placement_sync.wanted_providers(
-            db_devices.host_providers(context, hostname),
-            reserve_all=self._host_down(context, hostname))
-        try:
-            self.sync.sync_host(hostname, providers)
-        except reporting.SYNC_ERRORS as e:
-            LOG.warning('Placement could not be synced for host %s; the '
-                        'periodic task will retry: %s', hostname, e)
-            db_hosts.set_sync_pending(context, hostname, True)
-            return False
-        db_hosts.set_sync_pending(context, hostname, False)
-        return True
-
-    def retry_pending(self, context=None):
-        """Periodic: sync the hosts Placement missed."""
-        context = context or cyborg_context.get_admin_context()
-        for hostname in db_hosts.sync_pending_hosts(context):
-            self.sync_host(context, hostname)
+        return self.placement.resync_host(context, hostname)

@@ -22,6 +22,7 @@ from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common.clients import glance
 from cyborg.common.clients import placement
 from cyborg.common import exception
+from cyborg.conductor import placement_service
 from cyborg.db import attributes as db_attributes
 from cyborg.db import deployables as db_deployables
 
@@ -29,8 +30,6 @@ LOG = logging.getLogger(__name__)
 
 FUNCTION_TRAIT_PREFIX = 'CUSTOM_FPGA_FUNCTION_ID'
 BITSTREAM_ID = 'accel:bitstream_id'
-GENERATION_CONFLICT = 'placement.concurrent_update'
-MAX_ATTEMPTS = 4
 _NOT_TRAIT_CHARS = re.compile('[^A-Z0-9_]')
 
 
@@ -61,11 +60,13 @@ def requested_image(properties):
     return bitstream_id, function_id
 
 
-class Inventory(placement.Connected):
+class Inventory:
 
-    def __init__(self, conf, placement_client=None):
+    def __init__(self, conf, placement=None):
         self.conf = conf
-        self._placement = placement_client
+        #: The conductor's PlacementService.
+        self.placement = (placement or
+                          placement_service.PlacementService(conf))
 
     # Programming
 
@@ -149,8 +150,10 @@ class Inventory(placement.Connected):
     def _set_function_trait(self, rp_uuid, trait):
         """Replace the provider's function trait by ``trait`` (or none),
         re-reading on a generation conflict."""
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            current = placement.get_traits(self.placement, rp_uuid)
+        client = self.placement.client
+
+        def write(_attempt):
+            current = placement.get_traits(client, rp_uuid)
             if current is None:
                 LOG.warning('Provider %s is not in Placement; its traits '
                             'follow with the next report', rp_uuid)
@@ -160,15 +163,9 @@ class Inventory(placement.Connected):
             if wanted == traits:
                 return
             if trait:
-                placement.ensure_trait(self.placement, trait)
-            try:
-                placement.set_traits(self.placement, rp_uuid, generation,
-                                     wanted)
-                return
-            except exception.PlacementError as exc:
-                if (attempt == MAX_ATTEMPTS or not placement.is_conflict(
-                        exc, GENERATION_CONFLICT)):
-                    raise
+                placement.ensure_trait(client, trait)
+            placement.set_traits(client, rp_uuid, generation, wanted)
+        self.placement.retry_on_conflict(write, 'provider %s' % rp_uuid)
 
     # Attributes
 

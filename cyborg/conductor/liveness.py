@@ -2,12 +2,15 @@
 silent are marked down, with a log line and a notification (the seed's
 alarm for an agent that reported before and went away)."""
 
+import time
+
 from oslo_log import log as logging
 
 from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import notifications
+from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.objects import host as host_obj
 
@@ -35,6 +38,10 @@ class Liveness:
         # Called with (context, hostname) when a host goes down or
         # comes back, after the notification.
         self.on_status_change = on_status_change
+        # The database outage (db_api.last_unavailable()) last seen, and
+        # until when (time.monotonic()) no host is marked down after it.
+        self._outage_seen = None
+        self._grace_until = None
 
     @property
     def agents(self):
@@ -73,9 +80,29 @@ class Liveness:
     def get_host(self, context, hostname):
         return _host_object(*db_hosts.get_by_hostname(context, hostname))
 
+    def in_grace(self, timeout):
+        """Whether hosts are spared being marked down: for ``timeout``
+        seconds after this conductor finds the database answering again
+        after it was down. During the outage no heartbeat could be
+        recorded, so a silent host is not a dead one until its agent has
+        had a whole timeout to be heard again."""
+        outage = db_api.last_unavailable()
+        now = time.monotonic()
+        if outage is not None and outage != self._outage_seen:
+            self._outage_seen = outage
+            self._grace_until = now + timeout
+            LOG.warning('The database was unavailable; no host is marked '
+                        'down for the next %d seconds', timeout)
+        return self._grace_until is not None and now < self._grace_until
+
     def check_hosts(self):
         context = cyborg_context.get_admin_context()
         timeout = self.conf.conductor.host_down_timeout
+        # Read first: the grace after an outage starts once the database
+        # answers (this read raises DatabaseUnavailable while it does not).
+        silent = db_hosts.count_silent_hosts(context, timeout)
+        if self.in_grace(timeout) or not silent:
+            return
         for hostname in db_hosts.mark_silent_hosts_down(context, timeout):
             LOG.warning('Host %s has not been heard from for %d seconds '
                         'and is now marked down', hostname, timeout)

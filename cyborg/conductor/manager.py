@@ -1,7 +1,9 @@
 """The conductor's RPC endpoints. Workflows live in their own modules:
 
 * ``liveness``: agents' hello and heartbeats, hosts up and down,
-* ``reporting`` (with ``placement_sync``): agents' device reports,
+* ``reporting`` (with ``reconciler``): agents' device reports,
+* ``placement_service`` (with ``placement_sync``): the one Placement
+  client, host syncs and their periodic retry,
 * ``device_profiles``: creating and deleting device profiles,
 * ``binding``: the ARQ lifecycle (create, bind, unbind, delete, recovery),
 * ``inventory``: FPGA programming and attributes,
@@ -24,47 +26,63 @@ from cyborg.conductor import devices
 from cyborg.conductor import drivers
 from cyborg.conductor import inventory
 from cyborg.conductor import liveness
+from cyborg.conductor import placement_service
 from cyborg.conductor import reporting
 
 
 LOG = logging.getLogger(__name__)
 
+# Seconds a stopping conductor waits for its Nova events.
+STOP_WAIT = 10
+
+# ServiceUnavailable: the database is down (DatabaseUnavailable); the
+# caller gets it as itself, a 503 for the API, a retry for an agent.
 _API_ERRORS = (exception.Invalid, exception.NotFound, exception.Conflict,
-               exception.Forbidden, exception.Locked)
+               exception.Forbidden, exception.Locked,
+               exception.ServiceUnavailable)
 
 
 class ConductorManager:
     """Endpoints of topic ``cyborg-conductor``; see rpcapi for versions."""
 
-    RPC_API_VERSION = '1.4'
+    RPC_API_VERSION = '1.6'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, conf):
         self.host = host
         self.conf = conf
-        self.devices = devices.Devices(conf)
+        self.placement = placement_service.PlacementService(conf)
+        self.devices = devices.Devices(conf, self.placement)
         self.liveness = liveness.Liveness(
             conf, on_status_change=self.devices.host_status_changed)
-        self.reporting = reporting.Reporting(conf)
+        self.reporting = reporting.Reporting(conf, self.placement)
         self.device_profiles = device_profiles.DeviceProfiles(conf)
-        self.binding = binding.Binding(conf)
-        self.inventory = inventory.Inventory(conf)
-        self.accelerators = accelerators.Accelerators(conf, self.devices)
+        self.inventory = inventory.Inventory(conf, self.placement)
+        self.binding = binding.Binding(conf, self.inventory)
+        self.accelerators = accelerators.Accelerators(conf, self.devices,
+                                                      self.placement)
         self.drivers = drivers.Drivers(conf)
-        self.attachments = attachments.Attachments(conf, self.binding)
+        self.attachments = attachments.Attachments(conf, self.binding,
+                                                   self.placement)
 
     def init_host(self):
         """Finish what a conductor that stopped mid-way left behind."""
         self.binding.recover(cyborg_context.get_admin_context())
 
+    def del_host(self):
+        """Give the Nova events of committed binds a moment to go out;
+        those that do not are sent by the next start or periodic check."""
+        self.binding.events.wait_idle(STOP_WAIT)
+
     def periodic_tasks(self):
         return ([(self.conf.conductor.liveness_check_interval,
                   self.liveness.check_hosts)]
                 + self.binding.periodic_tasks()
-                + self.devices.periodic_tasks()
+                + self.placement.periodic_tasks()
                 + self.accelerators.periodic_tasks())
 
-    @messaging.expected_exceptions(exception.Invalid)
+    @messaging.expected_exceptions(exception.Invalid,
+                                   exception.ServiceUnavailable)
     def agent_hello(self, context, hello):
         host = self.liveness.hello(context, hello)
         try:
@@ -75,12 +93,16 @@ class ConductorManager:
                           'ARQs', hello.hostname)
         return host
 
+    @messaging.expected_exceptions(exception.ServiceUnavailable)
     def agent_heartbeat(self, context, hostname):
         self.liveness.heartbeat(context, hostname)
 
-    @messaging.expected_exceptions(exception.Invalid, exception.NotFound)
-    def report_data(self, context, hostname, devices, report_hash):
-        return self.reporting.report(context, hostname, devices, report_hash)
+    @messaging.expected_exceptions(exception.Invalid, exception.NotFound,
+                                   exception.ServiceUnavailable)
+    def report_data(self, context, hostname, devices, report_hash,
+                    report_seq=None, hardware=None):
+        return self.reporting.report(context, hostname, devices, report_hash,
+                                     report_seq, hardware)
 
     @messaging.expected_exceptions(*_API_ERRORS)
     def device_profile_create(self, context, values):

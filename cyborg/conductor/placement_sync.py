@@ -30,12 +30,11 @@ from cyborg.db import hosts as db_hosts
 LOG = logging.getLogger(__name__)
 
 OWNER_TRAIT = os_traits.OWNER_CYBORG
-GENERATION_CONFLICT = 'placement.concurrent_update'
-MAX_ATTEMPTS = 4
 RESHAPE_GENERATION_STEP = 2
 
-# ``reserved``: the whole inventory is reserved while the device is
-# disabled (status ``maintaining``), so nothing new is scheduled on it.
+# ``reserved``: the units nothing new may be scheduled on: the whole
+# inventory while the device is disabled (status ``maintaining``) or its
+# host is down, else one per attached v1 accelerator. True means all.
 Provider = collections.namedtuple(
     'Provider', 'name uuid resource_class total traits reserved')
 Provider.__new__.__defaults__ = (False,)
@@ -58,12 +57,19 @@ def _valid_trait(name):
 
 def wanted_providers(rows, reserve_all=False):
     """The Providers for ``rows`` (deployable row, {key: value},
-    reserved), as ``db_devices.get_providers`` gives them; deployables
-    without a usable resource class are left out."""
+    reserved units), as ``db_devices.get_providers`` gives them;
+    deployables without a usable resource class are left out."""
     providers = (wanted_provider(row.name, row.num_accelerators, attributes,
-                                 reserved or reserve_all)
+                                 True if reserve_all else reserved)
                  for row, attributes, reserved in rows)
     return [p for p in providers if p]
+
+
+def reserved_units(provider):
+    """How many of the provider's units are reserved."""
+    if provider.reserved is True:
+        return provider.total
+    return min(int(provider.reserved or 0), provider.total)
 
 
 def wanted_provider(name, num_accelerators, attributes, reserved=False):
@@ -111,11 +117,13 @@ def find_compute_node(client, names):
 
 
 class PlacementSync:
-    """Keeps Placement in line with the database, one host at a time."""
+    """Keeps Placement in line with the database, one host at a time;
+    built by its owner, the conductor's PlacementService
+    (``cyborg.conductor.placement_service``), whose client and conflict
+    retry it uses."""
 
-    def __init__(self, conf, client=None):
-        self.conf = conf
-        self._client = client
+    def __init__(self, service):
+        self.service = service
         # Custom classes and traits known to exist; Placement never
         # forgets them unless someone deletes them on purpose.
         self._classes = set()
@@ -125,9 +133,7 @@ class PlacementSync:
 
     @property
     def client(self):
-        if self._client is None:
-            self._client = placement.connect(self.conf)
-        return self._client
+        return self.service.client
 
     def sync_host(self, hostname, providers, names=None):
         """Make the providers under the compute node of ``hostname`` (the
@@ -167,7 +173,7 @@ class PlacementSync:
         several; ``generations`` is updated."""
         wanted = {p.uuid: {p.resource_class: {
             'total': p.total, 'max_unit': p.total,
-            'reserved': p.total if p.reserved else 0}} for p in providers}
+            'reserved': reserved_units(p)}} for p in providers}
         if len(providers) > 1 and self._reshaper:
             try:
                 placement.set_many_inventories(self.client, {
@@ -232,17 +238,12 @@ class PlacementSync:
     def _retry_on_conflict(self, rp_uuid, generation, put):
         """``put(generation)``, re-reading the generation when another
         writer changed the provider meanwhile."""
-        for attempt in range(1, MAX_ATTEMPTS + 1):
-            try:
+        def write(attempt):
+            if attempt == 1:
                 return put(generation)
-            except exception.PlacementError as e:
-                if (attempt == MAX_ATTEMPTS or
-                        not placement.is_conflict(e, GENERATION_CONFLICT)):
-                    raise
-                LOG.debug('Generation conflict on provider %s; retrying',
-                          rp_uuid)
-                generation = placement.get_provider(
-                    self.client, rp_uuid)['generation']
+            return put(placement.get_provider(self.client,
+                                              rp_uuid)['generation'])
+        return self.service.retry_on_conflict(write, 'provider %s' % rp_uuid)
 
     def _delete(self, provider):
         try:

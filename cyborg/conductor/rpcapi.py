@@ -16,6 +16,10 @@ Version history:
 * 1.4 - Generic-driver operations (API 2.5), all calls: ``driver_install``,
   ``driver_uninstall``, ``driver_update``, ``discover_hosts``,
   ``attachment_create``, ``attachment_delete``.
+* 1.5 - ``report_data`` takes ``report_seq``, the agent's sequence of the
+  report, so that a report delivered after a newer one is refused.
+* 1.6 - ``report_data`` takes ``hardware``, the HardwareFunctions the
+  agent's drivers looked at, offered or not (``GET /v2/hardware``).
 """
 
 
@@ -35,7 +39,7 @@ OPERATION_TIMEOUT = AGENT_WAIT * 2 + MARGIN
 class ConductorAPI:
     """What the API and the agents ask of the conductor."""
 
-    RPC_API_VERSION = '1.4'
+    RPC_API_VERSION = '1.6'
 
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
         self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
@@ -51,12 +55,23 @@ class ConductorAPI:
         cctxt.cast(context, 'agent_heartbeat', hostname=hostname)
 
     def report_data(self, context, hostname, devices, report_hash,
-                    timeout=None):
+                    report_seq=None, hardware=None, timeout=None):
         """Send the DriverDevices of ``hostname``; returns ``report_hash``
-        when accepted, None when the conductor wants it again later."""
-        cctxt = self.client.prepare(version='1.1', timeout=timeout)
-        return cctxt.call(context, 'report_data', hostname=hostname,
-                          devices=devices, report_hash=report_hash)
+        when accepted, None when the conductor wants it again later.
+        ``report_seq`` (1.5) grows with each report the agent sends;
+        ``hardware`` (1.6, with a ``report_seq``) lists the functions the
+        drivers looked at, and ``report_hash`` covers it."""
+        kwargs = dict(hostname=hostname, devices=devices,
+                      report_hash=report_hash)
+        if report_seq is None:
+            cctxt = self.client.prepare(version='1.1', timeout=timeout)
+        elif hardware is None:
+            kwargs['report_seq'] = report_seq
+            cctxt = self.client.prepare(version='1.5', timeout=timeout)
+        else:
+            kwargs.update(report_seq=report_seq, hardware=hardware)
+            cctxt = self.client.prepare(version='1.6', timeout=timeout)
+        return cctxt.call(context, 'report_data', **kwargs)
 
     def device_profile_create(self, context, values):
         """Create a device profile from validated ``values`` (name,

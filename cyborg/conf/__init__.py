@@ -3,6 +3,7 @@
 from oslo_config import cfg
 
 from cyborg.conf import agent
+from cyborg.conf import aio
 from cyborg.conf import api
 from cyborg.conf import conductor
 from cyborg.conf import database
@@ -18,6 +19,7 @@ drivers.register_opts(CONF)
 nic.register_opts(CONF)
 api.register_opts(CONF)
 agent.register_opts(CONF)
+aio.register_opts(CONF)
 conductor.register_opts(CONF)
 database.register_opts(CONF)
 services.register_opts(CONF)

@@ -23,16 +23,25 @@ opts = [
              'accepted yet.'),
     cfg.IntOpt(
         'rescan_interval', default=15, min=0,
-        help='Seconds between two periodic rescans of the hardware. A '
-             'rescan runs discovery with every enabled driver and sends a '
-             'report only when the result differs from the last report '
-             'the conductor accepted, so an unchanged host costs one pass '
-             'over sysfs and no message. It finds what no udev event '
-             'announces: a captured tree (sysfs_root) edited on disk, a '
-             'host without udev, a changed file such as available '
-             'instances of a vGPU type. 0 disables it; discovery then runs '
-             'only at start, on udev events, and when the conductor asks '
-             'for it.'),
+        help='Seconds between two looks at the hardware when no udev '
+             'events announce changes (a captured tree as sysfs_root, a '
+             'host without udev). A look reads the PCI devices listed in '
+             'sysfs and a few files of each (driver link, VF count, mdev '
+             'directories) and runs the drivers only when these changed '
+             'or full_rescan_interval has passed; their result is '
+             'reported only when it differs from the last report the '
+             'conductor accepted. 0 disables every periodic rescan; '
+             'discovery then runs only at start, on udev events, and '
+             'when the conductor asks for it.'),
+    cfg.IntOpt(
+        'full_rescan_interval', default=600, min=0,
+        help='Seconds after a discovery when the periodic rescan runs '
+             'the drivers whatever sysfs looks like: it finds what '
+             'neither udev events nor the cheap look of rescan_interval '
+             'see, such as a QAT device going down or a changed vGPU '
+             'type on a sibling function. With udev events, this is how '
+             'often the periodic rescan runs. 0: never, only on a '
+             'change seen.'),
     cfg.StrOpt(
         'state_file', default='$state_path/agent-state.json',
         help='File where the agent keeps the last report the conductor '

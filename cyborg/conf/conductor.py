@@ -21,6 +21,12 @@ opts = [
              'reservation is released when the host is heard from again. '
              'Instances already using them are not touched.'),
     cfg.IntOpt(
+        'placement_retry_interval', default=30, min=1,
+        help='Seconds between two attempts to show in Placement the hosts '
+             'whose last sync failed: Placement was down, or the host\'s '
+             'compute node provider did not exist yet (with Nova, '
+             'nova-compute creates it when it first starts).'),
+    cfg.IntOpt(
         'workers', default=16, min=1,
         help='Threads serving RPC requests in one conductor.'),
 ]

@@ -1,4 +1,5 @@
-"""Options of the accelerator drivers: [pci], [gpu_devices], [vgpu_<type>].
+"""Options of the accelerator drivers: [pci], [gpu_devices], [vgpu_<type>],
+[fake_driver].
 
 Group and option names are upstream's, so an existing cyborg.conf carries
 over. ``[vgpu_<type>]`` groups are dynamic: one per type listed in
@@ -10,6 +11,7 @@ from oslo_config import cfg
 
 PCI_GROUP = cfg.OptGroup('pci', title='Generic PCI passthrough driver')
 GPU_GROUP = cfg.OptGroup('gpu_devices', title='NVIDIA GPU driver')
+FAKE_GROUP = cfg.OptGroup('fake_driver', title='Fake driver (tests)')
 
 pci_opts = [
     cfg.MultiStrOpt(
@@ -40,6 +42,16 @@ gpu_opts = [
              'whole PGPU.'),
 ]
 
+fake_opts = [
+    cfg.StrOpt(
+        'hold_dir',
+        help='For tests only: when set, the fake driver holds every FPGA '
+             'programming half-way. It writes a file named "held-<pid>-'
+             '<n>" into this directory and waits until a file named '
+             '"release" appears there, so a test can stop a bind in the '
+             'middle (and kill the conductor there) deterministically.'),
+]
+
 vgpu_opts = [
     cfg.ListOpt(
         'device_addresses', default=[],
@@ -52,6 +64,8 @@ def register_opts(conf):
     conf.register_opts(pci_opts, group=PCI_GROUP)
     conf.register_group(GPU_GROUP)
     conf.register_opts(gpu_opts, group=GPU_GROUP)
+    conf.register_group(FAKE_GROUP)
+    conf.register_opts(fake_opts, group=FAKE_GROUP)
 
 
 def vgpu_group_name(type_id):
@@ -67,4 +81,4 @@ def register_vgpu_opts(conf, type_id):
 
 def list_opts():
     return {PCI_GROUP: pci_opts, GPU_GROUP: gpu_opts,
-            'vgpu_<type>': vgpu_opts}
+            'vgpu_<type>': vgpu_opts, FAKE_GROUP: fake_opts}

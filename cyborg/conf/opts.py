@@ -2,10 +2,10 @@
 
 from oslo_config import cfg
 from oslo_db import options as db_options
-from oslo_middleware import cors
 from oslo_privsep import priv_context
 
 from cyborg.conf import agent
+from cyborg.conf import aio
 from cyborg.conf import api
 from cyborg.conf import conductor
 from cyborg.conf import database
@@ -14,8 +14,8 @@ from cyborg.conf import drivers
 from cyborg.conf import nic
 from cyborg.conf import services
 
-_MODULES = (default, api, agent, conductor, database, services, drivers,
-            nic)
+_MODULES = (default, api, agent, aio, conductor, database, services,
+            drivers, nic)
 
 
 def list_opts():
@@ -31,15 +31,28 @@ def list_opts():
 
 
 def set_lib_defaults():
-    """Our defaults for options of the libraries we use."""
-    # A service token must carry a service role to count as one (the
-    # gate on binding and unbinding accelerator requests relies on it).
-    from keystonemiddleware import auth_token  # noqa: F401 (registers)
-    cfg.CONF.set_default('service_token_roles_required', True,
-                         group='keystone_authtoken')
+    """Our defaults for options of the libraries we use (what
+    oslo-config-generator shows)."""
+    set_common_defaults()
+    set_api_defaults()
+
+
+def set_common_defaults():
+    """The defaults every daemon needs."""
     # On the option objects, so the sample file shows our default too.
     cfg.set_defaults(db_options.database_opts,
                      connection=database.DEFAULT_CONNECTION)
+
+
+def set_api_defaults():
+    """The defaults of the API's middleware; set by the API only, so
+    the agent and the conductor do not load keystonemiddleware."""
+    from keystonemiddleware import auth_token  # noqa: F401 (registers)
+    from oslo_middleware import cors
+    # A service token must carry a service role to count as one (the
+    # gate on binding and unbinding accelerator requests relies on it).
+    cfg.CONF.set_default('service_token_roles_required', True,
+                     group='keystone_authtoken')
     cors.set_defaults(
         allow_headers=['X-Auth-Token', 'X-Openstack-Request-Id',
                        'X-Identity-Status', 'X-Roles', 'X-Service-Catalog',

@@ -6,9 +6,17 @@ state change is a compare-and-swap on the ``state`` column with the
 sources ``cyborg.common.states`` allows, so concurrent binds of one ARQ
 have exactly one winner; attach handles are claimed with a conditional
 UPDATE, so two ARQs never get the same one.
+
+These are on the path of every server Nova boots, so they are SQLAlchemy
+Core statements built once, with bound parameters, run on the session's
+connection: the ORM's query building and unit of work cost about as
+much CPU as the database round trips they save nothing on. An UPDATE
+without ``values()`` sets the columns named by its parameters; its WHERE
+parameters start with ``b_`` so they never collide with a column.
 """
 
 import collections
+import functools
 
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
@@ -25,8 +33,10 @@ from cyborg.db import pagination
 SORT_KEYS = ('created_at', 'updated_at', 'state', 'instance_uuid', 'uuid')
 
 ARQ = models.ExtendedAcceleratorRequest
-DP = models.DeviceProfile
-AH = models.AttachHandle
+_ARQ = ARQ.__table__
+_DP = models.DeviceProfile.__table__
+_AH = models.AttachHandle.__table__
+_DEPLOYABLE = models.Deployable.__table__
 
 # An ARQ as the API shows it and the conductor works on it.
 ARQView = collections.namedtuple(
@@ -37,12 +47,15 @@ ARQView = collections.namedtuple(
                'nova_notified bind_conductor bind_started_at created_at '
                'updated_at')
 
-_COLUMNS = (ARQ.id, ARQ.uuid, ARQ.state, ARQ.project_id, DP.name,
-            ARQ.device_profile_group_id, DP.profile_json, ARQ.hostname,
-            ARQ.device_rp_uuid, ARQ.instance_uuid, ARQ.attach_handle_id,
-            AH.uuid, AH.attach_type, AH.attach_info, ARQ.deployable_id,
-            ARQ.nova_notified, ARQ.bind_conductor, ARQ.bind_started_at,
-            ARQ.created_at, ARQ.updated_at)
+_VIEWS = sa.select(
+    _ARQ.c.id, _ARQ.c.uuid, _ARQ.c.state, _ARQ.c.project_id, _DP.c.name,
+    _ARQ.c.device_profile_group_id, _DP.c.profile_json, _ARQ.c.hostname,
+    _ARQ.c.device_rp_uuid, _ARQ.c.instance_uuid, _ARQ.c.attach_handle_id,
+    _AH.c.uuid, _AH.c.attach_type, _AH.c.attach_info, _ARQ.c.deployable_id,
+    _ARQ.c.nova_notified, _ARQ.c.bind_conductor, _ARQ.c.bind_started_at,
+    _ARQ.c.created_at, _ARQ.c.updated_at).select_from(
+    _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
+        _AH, _AH.c.id == _ARQ.c.attach_handle_id))
 
 
 def _view(row):
@@ -54,62 +67,102 @@ def _view(row):
     return ARQView(*values)
 
 
-def _query(context, project_id=None):
-    query = (context.session.query(*_COLUMNS)
-             .join(DP, DP.id == ARQ.device_profile_id)
-             .outerjoin(AH, AH.id == ARQ.attach_handle_id))
-    if project_id is not None:
-        query = query.filter(ARQ.project_id == project_id)
-    return query
+def _run(context, statement, **params):
+    return context.session.connection().execute(statement, params)
+
+
+def _is(column):
+    return column == sa.bindparam('b_' + column.key)
+
+
+def _in(column):
+    return column.in_(sa.bindparam('b_%ss' % column.key, expanding=True))
+
+
+@functools.cache
+def _views(*conditions):
+    """The view select WHERE every condition, named by the column it
+    tests: ``('uuid', 'project_id')`` is ``uuid = :b_uuid AND project_id =
+    :b_project_id``; a name ending in ``s`` tests ``IN :b_<name>`` of
+    the column without it (``uuids``, ``states``). Ordered by id, unless
+    ``unordered`` is a condition (pagination orders)."""
+    statement = _VIEWS
+    for name in conditions:
+        if name == 'unordered':
+            continue
+        if name.endswith('s'):
+            statement = statement.where(_in(_ARQ.c[name[:-1]]))
+        else:
+            statement = statement.where(_is(_ARQ.c[name]))
+    if 'unordered' not in conditions:
+        statement = statement.order_by(_ARQ.c.id)
+    return statement
+
+
+def _select_views(context, page=None, **filters):
+    """The views of the ARQs matching ``filters`` ({condition: value} as
+    ``_views`` names them; None values are left out)."""
+    filters = {name: value for name, value in filters.items()
+               if value is not None}
+    names = sorted(filters)
+    params = {'b_' + name: value for name, value in filters.items()}
+    if page is not None and any(page):
+        statement = pagination.apply(_views('unordered', *names), ARQ, page,
+                                     session=context.session)
+    else:
+        statement = _views(*names)
+    return [_view(row) for row in _run(context, statement, **params)]
 
 
 @db_api.reader
 def get_all(context, project_id=None, instance_uuid=None, states_in=None,
             page=None):
     """ARQs visible to ``project_id`` (None: all), filtered in SQL."""
-    query = _query(context, project_id)
-    if instance_uuid is not None:
-        query = query.filter(ARQ.instance_uuid == instance_uuid)
-    if states_in is not None:
-        query = query.filter(ARQ.state.in_(sorted(states_in)))
-    return [_view(row) for row in
-            pagination.apply(query, ARQ, page).all()]
+    return _select_views(
+        context, page, project_id=project_id, instance_uuid=instance_uuid,
+        states=None if states_in is None else sorted(states_in))
+
+
+_BOUND_MDEVS = _views('hostname', 'state').where(_AH.c.attach_type == 'MDEV')
 
 
 @db_api.reader
 def bound_mdevs(context, hostname):
     """The bound ARQs of ``hostname`` whose attach handle is an mdev."""
-    query = (_query(context)
-             .filter(ARQ.hostname == hostname)
-             .filter(ARQ.state == states.BOUND)
-             .filter(AH.attach_type == 'MDEV')
-             .order_by(ARQ.id))
-    return [_view(row) for row in query.all()]
+    return [_view(row) for row in _run(context, _BOUND_MDEVS,
+                                       b_hostname=hostname,
+                                       b_state=states.BOUND)]
 
 
 @db_api.reader
 def get(context, uuid, project_id=None):
-    row = _query(context, project_id).filter(ARQ.uuid == uuid).first()
-    if row is None:
+    found = _select_views(context, uuid=uuid, project_id=project_id)
+    if not found:
         raise exception.ARQNotFound(arq=uuid)
-    return _view(row)
+    return found[0]
 
 
 @db_api.reader
 def get_many(context, uuids, project_id=None):
     """The ARQs ``uuids``, all of them; 404 for the first missing."""
-    found = {view.uuid: view for view in map(_view, _query(
-        context, project_id).filter(ARQ.uuid.in_(uuids)))}
+    found = {view.uuid: view for view in _select_views(
+        context, uuids=list(uuids), project_id=project_id)}
     for uuid in uuids:
         if uuid not in found:
             raise exception.ARQNotFound(arq=uuid)
     return [found[uuid] for uuid in uuids]
 
 
+_HAS_INSTANCE = sa.select(sa.exists().where(_is(_ARQ.c.instance_uuid)))
+
+
 @db_api.reader
 def instance_has_arqs(context, instance_uuid):
-    return context.session.query(
-        sa.exists().where(ARQ.instance_uuid == instance_uuid)).scalar()
+    return _run(context, _HAS_INSTANCE, b_instance_uuid=instance_uuid
+                ).scalar()
+
+
+_PROFILE = sa.select(_DP.c.id, _DP.c.profile_json).where(_is(_DP.c.name))
 
 
 @db_api.retry_on_deadlock
@@ -117,49 +170,51 @@ def instance_has_arqs(context, instance_uuid):
 def create(context, device_profile_name, project_id):
     """The ARQs of a profile, one per accelerator of each group, in one
     transaction; returns their uuids."""
-    profile = context.session.query(DP).filter(
-        DP.name == device_profile_name).first()
+    profile = _run(context, _PROFILE, b_name=device_profile_name).first()
     if profile is None:
         raise exception.DeviceProfileNotFound(profile=device_profile_name)
-    uuids = []
+    rows = []
     groups = jsonutils.loads(profile.profile_json).get('groups', [])
     for index, group in enumerate(groups):
-        for _ in range(profile_groups.arq_count(group)):
-            uuid = uuidutils.generate_uuid()
-            context.session.add(ARQ(
-                uuid=uuid, project_id=project_id, state=states.INITIAL,
-                device_profile_id=profile.id, device_profile_group_id=index,
-                substate=states.INITIAL))
-            uuids.append(uuid)
-    return uuids
+        rows += [{'uuid': uuidutils.generate_uuid(), 'project_id': project_id,
+                  'state': states.INITIAL, 'substate': states.INITIAL,
+                  'device_profile_id': profile.id,
+                  'device_profile_group_id': index}
+                 for _ in range(profile_groups.arq_count(group))]
+    if rows:
+        context.session.connection().execute(_ARQ.insert(), rows)
+    return [row['uuid'] for row in rows]
+
+
+_CAS = _ARQ.update().where(_is(_ARQ.c.uuid), _in(_ARQ.c.state))
+_STATE = sa.select(_ARQ.c.state).where(_is(_ARQ.c.uuid))
 
 
 def _cas(context, uuid, target, values, project_id=None, expected=None):
     """Move ARQ ``uuid`` to ``target`` if its state allows; 404 when it
     is not there (for ``project_id``), 409 when its state does not."""
-    sources = expected or states.sources_of(target)
-    query = context.session.query(ARQ).filter(ARQ.uuid == uuid,
-                                              ARQ.state.in_(sources))
+    sources = list(expected or states.sources_of(target))
+    where = {'b_uuid': uuid, 'b_states': sources}
+    cas, current = _CAS, _STATE
     if project_id is not None:
-        query = query.filter(ARQ.project_id == project_id)
-    if query.update(dict(values, state=target),
-                    synchronize_session=False) == 1:
+        cas, current = _of_project(_CAS), _of_project(_STATE)
+        where['b_project_id'] = project_id
+    if _run(context, cas, **where, **values, state=target).rowcount == 1:
         return
-    current = context.session.query(ARQ.state).filter(ARQ.uuid == uuid)
-    if project_id is not None:
-        current = current.filter(ARQ.project_id == project_id)
-    state = current.scalar()
+    where.pop('b_states')
+    state = _run(context, current, **where).scalar()
     if state is None:
         raise exception.ARQNotFound(arq=uuid)
     raise exception.ARQBadState(arq=uuid, state=state,
                                 expected=', '.join(sources))
 
 
-@db_api.retry_on_deadlock
-@db_api.writer
-def start_binds(context, binds, project_id, conductor):
-    """``binds`` ({uuid: {hostname, device_rp_uuid, instance_uuid,
-    project_id}}) all to BindStarted, or none of them."""
+@functools.cache
+def _of_project(statement):
+    return statement.where(_is(_ARQ.c.project_id))
+
+
+def _start(context, binds, project_id, conductor):
     now = timeutils.utcnow()
     for uuid, values in binds.items():
         _cas(context, uuid, states.BIND_STARTED, dict(
@@ -170,54 +225,124 @@ def start_binds(context, binds, project_id, conductor):
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def claim_handle(context, uuid):
-    """Give BindStarted ARQ ``uuid`` a free attach handle of the
-    deployable behind its ``device_rp_uuid``; returns (deployable row,
-    handle row). 409 when there is none free."""
-    arq = context.session.query(ARQ).filter(ARQ.uuid == uuid).one()
-    deployable = context.session.query(models.Deployable).filter(
-        models.Deployable.rp_uuid == arq.device_rp_uuid).first()
-    if deployable is None:
-        raise exception.NoFreeAttachHandle(rp_uuid=arq.device_rp_uuid)
-    free = context.session.query(AH).filter(
-        AH.deployable_id == deployable.id,
-        AH.in_use == sa.false()).order_by(AH.id).all()
-    for handle in free:
-        claimed = context.session.query(AH).filter(
-            AH.id == handle.id, AH.in_use == sa.false()).update(
-            {'in_use': True}, synchronize_session=False)
-        if claimed:
-            _cas(context, uuid, states.BIND_STARTED,
-                 {'attach_handle_id': handle.id,
-                  'deployable_id': deployable.id},
-                 expected=[states.BIND_STARTED])
-            return deployable, handle
-    raise exception.NoFreeAttachHandle(rp_uuid=arq.device_rp_uuid)
+def start_binds(context, binds, project_id, conductor):
+    """``binds`` ({uuid: {hostname, device_rp_uuid, instance_uuid,
+    project_id}}) all to BindStarted, or none of them."""
+    _start(context, binds, project_id, conductor)
+
+
+# An ARQ left BindStarted with its attach handle, for the conductor to
+# prepare its device: the ARQ (its handle filled in), the deployable
+# (id uuid name) and the handle (id uuid attach_type attach_info).
+Claim = collections.namedtuple('Claim', 'arq deployable handle')
+
+_DEPLOYABLE_OF = sa.select(
+    _DEPLOYABLE.c.id, _DEPLOYABLE.c.uuid, _DEPLOYABLE.c.name).where(
+    _is(_DEPLOYABLE.c.rp_uuid))
+_FREE_HANDLES = sa.select(
+    _AH.c.id, _AH.c.uuid, _AH.c.attach_type, _AH.c.attach_info).where(
+    _is(_AH.c.deployable_id), _AH.c.in_use == sa.false()).order_by(_AH.c.id)
+_TAKE_HANDLE = _AH.update().where(_is(_AH.c.id), _AH.c.in_use == sa.false())
+_SET_HANDLES = _AH.update().where(_in(_AH.c.id))
+
+
+def _claim(context, deployable):
+    """A free attach handle of ``deployable``, now in use; None when all
+    are taken. The conditional UPDATE makes two binds never share one."""
+    for handle in _run(context, _FREE_HANDLES,
+                       b_deployable_id=deployable.id).all():
+        if _run(context, _TAKE_HANDLE, b_id=handle.id,
+                in_use=True).rowcount:
+            return handle
+    return None
 
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def finish_bind(context, uuid):
-    _cas(context, uuid, states.BOUND, {})
+def bind(context, binds, project_id, conductor, ready):
+    """The binds of one request, in ONE transaction.
+
+    Every ARQ of ``binds`` (as for ``start_binds``) moves to BindStarted,
+    or none does (404, 409). Each then claims a free attach handle of the
+    deployable behind its ``device_rp_uuid`` (none free: it moves to
+    BindFailed) and moves on to Bound when ``ready(arq, handle)`` says
+    that nothing is to be done on its host first. Returns ``(claims,
+    failed)``: the Claims of the ARQs left BindStarted with their handle,
+    for the caller to prepare and then ``finish_binds``, and the uuids of
+    those that failed.
+    """
+    _start(context, binds, project_id, conductor)
+    arqs = {view.uuid: view
+            for view in _select_views(context, uuids=sorted(binds))}
+    claims, failed = [], []
+    for uuid in binds:
+        arq = arqs[uuid]
+        deployable = _run(context, _DEPLOYABLE_OF,
+                          b_rp_uuid=arq.device_rp_uuid).first()
+        handle = None if deployable is None else _claim(context, deployable)
+        if handle is None:
+            _cas(context, uuid, states.BIND_FAILED, {},
+                 expected=[states.BIND_STARTED])
+            failed.append(uuid)
+            continue
+        arq = arq._replace(
+            attach_handle_id=handle.id, attach_handle_uuid=handle.uuid,
+            attach_handle_type=handle.attach_type, deployable_id=deployable.id,
+            attach_handle_info=jsonutils.loads(handle.attach_info))
+        done = ready(arq, handle)
+        _cas(context, uuid, states.BOUND if done else states.BIND_STARTED,
+             {'attach_handle_id': handle.id,
+              'deployable_id': deployable.id},
+             expected=[states.BIND_STARTED])
+        if not done:
+            claims.append(Claim(arq, deployable, handle))
+    return claims, failed
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def finish_binds(context, bound, failed):
+    """After their devices were prepared: the BindStarted ARQs ``bound``
+    to Bound, those ``failed`` to BindFailed with their handle released,
+    in one transaction. Returns the uuids of those no longer BindStarted
+    (unbound or deleted meanwhile), which are left as they are."""
+    changed = []
+    for uuid in bound:
+        try:
+            _cas(context, uuid, states.BOUND, {},
+                 expected=[states.BIND_STARTED])
+        except (exception.ARQBadState, exception.ARQNotFound):
+            changed.append(uuid)
+    for uuid in failed:
+        try:
+            _fail(context, uuid)
+        except (exception.ARQBadState, exception.ARQNotFound):
+            changed.append(uuid)
+    return changed
 
 
 def _release(context, handle_ids):
     handle_ids = [i for i in handle_ids if i is not None]
     if handle_ids:
-        context.session.query(AH).filter(AH.id.in_(handle_ids)).update(
-            {'in_use': False}, synchronize_session=False)
+        _run(context, _SET_HANDLES, b_ids=handle_ids, in_use=False)
+
+
+_HANDLE_OF = sa.select(_ARQ.c.attach_handle_id).where(_is(_ARQ.c.uuid))
+
+
+def _fail(context, uuid):
+    handle_id = _run(context, _HANDLE_OF, b_uuid=uuid).scalar()
+    _cas(context, uuid, states.BIND_FAILED,
+         {'attach_handle_id': None, 'deployable_id': None},
+         expected=[states.BIND_STARTED])
+    _release(context, [handle_id])
 
 
 @db_api.retry_on_deadlock
 @db_api.writer
 def fail_bind(context, uuid):
     """BindStarted ARQ ``uuid`` to BindFailed, its handle released."""
-    handle_id = context.session.query(ARQ.attach_handle_id).filter(
-        ARQ.uuid == uuid).scalar()
-    _cas(context, uuid, states.BIND_FAILED,
-         {'attach_handle_id': None, 'deployable_id': None},
-         expected=[states.BIND_STARTED])
-    _release(context, [handle_id])
+    _fail(context, uuid)
 
 
 _CLEARED = {'hostname': None, 'device_rp_uuid': None, 'instance_uuid': None,
@@ -234,6 +359,9 @@ def unbind(context, uuid, project_id=None):
     _release(context, [handle_id])
 
 
+_DELETE = _ARQ.delete().where(_in(_ARQ.c.id))
+
+
 @db_api.retry_on_deadlock
 @db_api.writer
 def delete(context, uuids=None, instance_uuid=None, project_id=None):
@@ -246,9 +374,7 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None):
         views = get_all(context, project_id, instance_uuid=instance_uuid)
     if views:
         _release(context, [view.attach_handle_id for view in views])
-        context.session.query(ARQ).filter(
-            ARQ.id.in_([view.id for view in views])).delete(
-            synchronize_session=False)
+        _run(context, _DELETE, b_ids=[view.id for view in views])
     return views
 
 
@@ -256,33 +382,53 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None):
 def stale_binds(context, conductor=None, started_before=None):
     """uuids of ARQs left BindStarted by ``conductor`` or since before
     ``started_before``."""
-    query = context.session.query(ARQ.uuid).filter(
-        ARQ.state == states.BIND_STARTED)
+    query = sa.select(_ARQ.c.uuid).where(
+        _ARQ.c.state == states.BIND_STARTED)
     if conductor is not None:
-        query = query.filter(ARQ.bind_conductor == conductor)
+        query = query.where(_ARQ.c.bind_conductor == conductor)
     if started_before is not None:
-        query = query.filter(ARQ.bind_started_at < started_before)
-    return [row.uuid for row in query]
+        query = query.where(_ARQ.c.bind_started_at < started_before)
+    return [row.uuid for row in _run(context, query)]
+
+
+_NOTIFY_COLUMNS = sa.select(_ARQ.c.instance_uuid, _ARQ.c.uuid, _ARQ.c.state,
+                            _ARQ.c.nova_notified)
+_NOTIFY_OF = _NOTIFY_COLUMNS.where(_in(_ARQ.c.instance_uuid))
+_NOTIFY_PENDING = _NOTIFY_COLUMNS.where(_ARQ.c.instance_uuid.in_(
+    sa.select(_ARQ.c.instance_uuid).where(
+        _ARQ.c.instance_uuid.is_not(None),
+        _ARQ.c.state.in_(sorted(states.RESOLVED)),
+        _ARQ.c.nova_notified == sa.false()).distinct()))
 
 
 @db_api.reader
-def unnotified_instances(context):
-    """Instances whose ARQs are all resolved and Nova was not told of
-    at least one: ``{instance_uuid: [ARQView, ...]}``."""
-    pending = {row.instance_uuid for row in context.session.query(
-        ARQ.instance_uuid).filter(ARQ.instance_uuid.is_not(None),
-                                  ARQ.state.in_(sorted(states.RESOLVED)),
-                                  ARQ.nova_notified == sa.false())}
-    result = {}
-    for instance in sorted(pending):
-        views = get_all(context, instance_uuid=instance)
-        if all(view.state in states.RESOLVED for view in views):
-            result[instance] = views
-    return result
+def unnotified(context, instances=None):
+    """The instances (of ``instances``, or any) whose ARQs are all
+    resolved and Nova was not told of at least one, in one query:
+    ``{instance_uuid: {arq uuid: state}}``."""
+    if instances is None:
+        rows = _run(context, _NOTIFY_PENDING)
+    else:
+        rows = _run(context, _NOTIFY_OF, b_instance_uuids=sorted(instances))
+    found = collections.defaultdict(dict)
+    untold, unresolved = set(), set()
+    for row in rows:
+        found[row.instance_uuid][row.uuid] = row.state
+        if row.state not in states.RESOLVED:
+            unresolved.add(row.instance_uuid)
+        elif not row.nova_notified:
+            untold.add(row.instance_uuid)
+    return {instance: found[instance]
+            for instance in sorted(untold - unresolved)}
+
+
+# Only the ARQs not marked yet: an instance's events name all its ARQs,
+# and those told before are left as they are.
+_MARK_NOTIFIED = _ARQ.update().where(_in(_ARQ.c.uuid),
+                                     _ARQ.c.nova_notified == sa.false())
 
 
 @db_api.retry_on_deadlock
 @db_api.writer
 def mark_notified(context, uuids):
-    context.session.query(ARQ).filter(ARQ.uuid.in_(uuids)).update(
-        {'nova_notified': True}, synchronize_session=False)
+    _run(context, _MARK_NOTIFIED, b_uuids=list(uuids), nova_notified=True)

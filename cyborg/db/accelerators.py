@@ -1,6 +1,7 @@
-"""Accelerators of the v1 API: named views of deployables.
+"""Accelerators of the v1 API: named views of accelerator units.
 
-An accelerator row claims one deployable (``deployable_id``) and adds
+An accelerator row claims one unit (``unit``) of a deployable
+(``deployable_id``; a deployable has ``num_accelerators`` units) and adds
 what the v1 API lets an operator set: its spec (``remotable`` and
 ``acc_capability``, versioned by ``spec_version``) and what it is
 attached to (an instance or a host). Every write is a conditional UPDATE
@@ -78,29 +79,98 @@ def get_for_api(context, uuid):
     return views[0]
 
 
-def _free_deployables(context):
-    """Deployables no accelerator claims, on enabled devices of hosts
-    that are up, with no attach handle in use or referenced by an ARQ,
-    oldest first."""
-    handles = models.AttachHandle
+# A deployable as the v1 API lists it next to the accelerators: the
+# hardware an agent discovered, ``free`` of its units not provisioned nor
+# used by an ARQ.
+Hardware = collections.namedtuple(
+    'Hardware', 'deployable device_uuid hostname device_type device_status '
+                'free attributes')
+
+
+def _hardware(context, query):
+    used = _accelerators_on(_D.id) + _arqs_on(_D.id)
+    rows = query.add_columns(_DEV.uuid, _DEV.hostname, _DEV.type,
+                             _DEV.status, used).all()
+    attributes = db_deployables.attributes_of(
+        context, [row[0].id for row in rows])
+    return [Hardware(dep, dev_uuid, hostname, dev_type, status,
+                     max(dep.num_accelerators - count, 0),
+                     attributes[dep.id])
+            for dep, dev_uuid, hostname, dev_type, status, count in rows]
+
+
+def _hardware_query(context):
+    return (context.session.query(_D)
+            .join(_DEV, _DEV.id == _D.device_id))
+
+
+@db_api.reader
+def list_hardware_for_api(context):
+    """Every deployable the agents discovered, as Hardware, oldest
+    first."""
+    return _hardware(context, _hardware_query(context).order_by(_D.id))
+
+
+@db_api.reader
+def get_hardware_for_api(context, uuid):
+    """The Hardware of deployable ``uuid``, or None."""
+    found = _hardware(context,
+                      _hardware_query(context).filter(_D.uuid == uuid))
+    return found[0] if found else None
+
+
+def _arqs_on(deployable_id_column):
     arqs = models.ExtendedAcceleratorRequest
-    busy_handle = sa.exists().where(
-        handles.deployable_id == _D.id,
-        sa.or_(handles.in_use.is_(True),
-               sa.exists().where(arqs.attach_handle_id == handles.id)))
-    return (context.session.query(_D, _DEV)
+    return (sa.select(sa.func.count()).where(
+        arqs.deployable_id == deployable_id_column).scalar_subquery())
+
+
+def _accelerators_on(deployable_id_column):
+    return (sa.select(sa.func.count()).where(
+        _A.deployable_id == deployable_id_column).scalar_subquery())
+
+
+def _ready_deployables(context):
+    """(deployable, device, units used) of enabled devices on hosts that
+    are up, oldest first; a unit is used by an accelerator or an ARQ."""
+    used = _accelerators_on(_D.id) + _arqs_on(_D.id)
+    return (context.session.query(_D, _DEV, used)
             .join(_DEV, _DEV.id == _D.device_id)
             .join(models.Host, models.Host.hostname == _DEV.hostname)
-            .filter(models.Host.status == 'up',
-                    _DEV.status == 'enabled',
-                    ~sa.exists().where(_A.deployable_id == _D.id),
-                    ~sa.exists().where(arqs.deployable_id == _D.id),
-                    ~busy_handle)
+            .filter(models.Host.status == 'up', _DEV.status == 'enabled')
             .order_by(_D.id))
 
 
+def _free_unit(context):
+    """(deployable, device, unit) of the first free accelerator unit, or
+    None."""
+    for deployable, device, used in _ready_deployables(context):
+        if used >= deployable.num_accelerators:
+            continue
+        taken = {row.unit for row in context.session.query(_A.unit).filter(
+            _A.deployable_id == deployable.id)}
+        # The lowest free unit: two requests that read the same rows
+        # pick the same one, and the unique constraint lets one win.
+        unit = min(set(range(deployable.num_accelerators)) - taken)
+        return deployable, device, unit
+    return None
+
+
+def _exhausted(context, name):
+    """NoFreeAccelerator for ``name``, saying what the hardware has."""
+    ready = _ready_deployables(context).all()
+    inactive = (context.session.query(sa.func.coalesce(
+        sa.func.sum(_D.num_accelerators), 0))
+        .join(_DEV, _DEV.id == _D.device_id)
+        .filter(_DEV.status != 'enabled').scalar())
+    return exception.NoFreeAccelerator(
+        accelerator=name,
+        total=sum(d.num_accelerators for d, _dev, _used in ready),
+        inactive=inactive)
+
+
 class _Race(Exception):
-    """Another request claimed the same deployable first."""
+    """Another request claimed the same unit first."""
 
 
 CLAIM_ATTEMPTS = 5
@@ -108,14 +178,16 @@ CLAIM_ATTEMPTS = 5
 
 def claim(context, name, uuid=None):
     """Create accelerator ``name`` in state ``provisioning`` on the first
-    free deployable; returns its Claim. DuplicateAccelerator when the
-    name or uuid is taken, NoFreeDeployable when nothing is free."""
+    free accelerator unit; returns its Claim. DuplicateAccelerator when
+    the name or uuid is taken, NoFreeAccelerator when every unit of the
+    ready hardware is used."""
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:
             return _claim(context, name, uuid)
         except _Race:
             if attempt == CLAIM_ATTEMPTS:
-                raise exception.NoFreeDeployable(accelerator=name) from None
+                raise exception.AcceleratorClaimRace(
+                    accelerator=name) from None
 
 
 @db_api.retry_on_deadlock
@@ -127,14 +199,17 @@ def _claim(context, name, uuid):
     if taken is not None:
         raise exception.DuplicateAccelerator(
             accelerator=name if taken.name == name else uuid)
-    free = _free_deployables(context).first()
+    if uuid and session.query(_D.id).filter(_D.uuid == uuid).first():
+        # The list shows that deployable under its uuid.
+        raise exception.DuplicateAccelerator(accelerator=uuid)
+    free = _free_unit(context)
     if free is None:
-        raise exception.NoFreeDeployable(accelerator=name)
-    deployable, device = free
+        raise _exhausted(context, name)
+    deployable, device, unit = free
     attributes = dict(db_deployables.attributes_of(
         context, [deployable.id])[deployable.id])
     row = _A(uuid=uuid or uuidutils.generate_uuid(), name=name,
-             deployable_id=deployable.id, device_type=device.type,
+             deployable_id=deployable.id, unit=unit, device_type=device.type,
              acc_type=attributes.get('rc'), state=PROVISIONING,
              remotable=0, spec_version=1)
     session.add(row)
@@ -142,7 +217,8 @@ def _claim(context, name, uuid):
         session.flush()
     except db_exc.DBDuplicateEntry as e:
         # Two requests at once: the unique constraints let one win.
-        if 'deployable_id' in (e.columns or []):
+        if 'unit' in (e.columns or []) or 'deployable_id' in (
+                e.columns or []):
             raise _Race() from e
         raise exception.DuplicateAccelerator(accelerator=name) from e
     cpid = (session.query(models.ControlpathID)
@@ -215,30 +291,25 @@ def set_spec(context, uuid, expected_version, remotable, acc_capability):
     return expected_version + 1
 
 
-def _in_use_by_arqs(context, deployable_id):
-    arqs = models.ExtendedAcceleratorRequest
-    return context.session.query(arqs.uuid).filter(
-        arqs.deployable_id == deployable_id).first() is not None
-
-
 @db_api.retry_on_deadlock
 @db_api.writer
 def attach(context, uuid, instance_uuid=None, host=None):
-    """Attach an available accelerator to an instance or a host;
-    AcceleratorBusy when it is attached or an ARQ uses its deployable.
-    Returns the hostname of its device (whose inventory changes)."""
+    """Attach an available accelerator to an instance, a host, or (with
+    neither) the host its device is on; AcceleratorBusy when it is not
+    available. Returns the hostname of its device (whose inventory
+    changes)."""
     row = context.session.query(_A).filter(_A.uuid == uuid).first()
     if row is None:
         raise exception.AcceleratorNotFound(accelerator=uuid)
-    if row.deployable_id and _in_use_by_arqs(context, row.deployable_id):
-        raise exception.AcceleratorBusy(
-            accelerator=uuid, reason='an accelerator request uses it')
+    hostname = _hostname_of(context, row.deployable_id)
+    if instance_uuid is None and host is None:
+        host = hostname
     if not _update(context, uuid, [_A.state == AVAILABLE],
                    {'state': ATTACHED, 'instance_uuid': instance_uuid,
                     'attached_host': host}):
         raise exception.AcceleratorBusy(
             accelerator=uuid, reason='it is %s' % row.state)
-    return _hostname_of(context, row.deployable_id)
+    return hostname
 
 
 @db_api.retry_on_deadlock
@@ -263,16 +334,27 @@ def _hostname_of(context, deployable_id):
     return row.hostname if row else None
 
 
+# Who else uses the deployable of an accelerator, for attach and detach.
+Holders = collections.namedtuple(
+    'Holders', 'rp_uuid total attached arqs')
+
+
 @db_api.reader
 def allocation_holders(context, uuid):
-    """(deployable rp uuid, uuids of ARQs on the deployable) of
-    accelerator ``uuid``."""
-    row = (context.session.query(_A.deployable_id, _D.rp_uuid)
+    """The Holders of accelerator ``uuid``'s deployable: its provider,
+    its units, how many of its accelerators are attached, and the uuids
+    of the ARQs on it."""
+    row = (context.session.query(_A.deployable_id, _D.rp_uuid,
+                                 _D.num_accelerators)
            .outerjoin(_D, _D.id == _A.deployable_id)
            .filter(_A.uuid == uuid).first())
     if row is None:
         raise exception.AcceleratorNotFound(accelerator=uuid)
+    if row.deployable_id is None:
+        return Holders(None, 0, 0, [])
     arqs = models.ExtendedAcceleratorRequest
     holders = [r.uuid for r in context.session.query(arqs.uuid).filter(
-        arqs.deployable_id == row.deployable_id)] if row.deployable_id else []
-    return row.rp_uuid, holders
+        arqs.deployable_id == row.deployable_id)]
+    attached = context.session.query(sa.func.count(_A.id)).filter(
+        _A.deployable_id == row.deployable_id, _A.state == ATTACHED).scalar()
+    return Holders(row.rp_uuid, row.num_accelerators, attached, holders)

@@ -3,20 +3,92 @@
 Resource modules (``db/<resource>.py``) decorate their functions with
 ``reader`` or ``writer``; each takes the request context first. Only the
 conductor and ``cyborg-dbsync`` may open writer transactions.
+
+A database that does not answer is ``exception.DatabaseUnavailable``
+(503) from either decorator, whatever the driver said: the API answers it
+with ``Retry-After``, and it crosses RPC from the conductor as itself.
 """
 
 import contextlib
 import functools
 import sqlite3
 import threading
+import time
 
 from oslo_db import api as oslo_db_api
+from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
 
+from cyborg.common import context as cyborg_context
+from cyborg.common import exception
+
+# Our request contexts carry oslo.db transactions (``context.session``).
+enginefacade.transaction_context_provider(cyborg_context.RequestContext)
+
 context_manager = enginefacade.transaction_context()
 
-reader = context_manager.reader
+# When (time.monotonic()) this process last found the database down.
+_LAST_UNAVAILABLE = [None]
+
+
+def last_unavailable():
+    """The ``time.monotonic()`` of the last time this process found the
+    database unavailable; None if it never did."""
+    return _LAST_UNAVAILABLE[0]
+
+
+def _unavailable(exc):
+    """Whether ``exc`` says the database cannot be reached (refused,
+    dropped, restarting), rather than that a statement failed."""
+    if isinstance(exc, db_exc.DBConnectionError):
+        return True
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return False
+    if exc.connection_invalidated:
+        return True
+    # psycopg2 reports a refused connection as an OperationalError that
+    # oslo.db leaves untranslated; errors the server sent carry a pgcode.
+    return (isinstance(exc, sa.exc.OperationalError)
+            and type(exc.orig).__module__.startswith('psycopg')
+            and getattr(exc.orig, 'pgcode', 'server') is None)
+
+
+@contextlib.contextmanager
+def _database_answers():
+    try:
+        yield
+    except (db_exc.DBError, sa.exc.DBAPIError) as exc:
+        if not _unavailable(exc):
+            raise
+        _LAST_UNAVAILABLE[0] = time.monotonic()
+        raise exception.DatabaseUnavailable() from exc
+
+
+class _Reader:
+    """enginefacade's ``reader`` (decorator and ``using``), raising
+    DatabaseUnavailable for a database that does not answer."""
+
+    def __call__(self, func):
+        transactional = context_manager.reader(func)
+
+        @functools.wraps(func)
+        def wrapper(*args, **kwargs):
+            with _database_answers():
+                return transactional(*args, **kwargs)
+        return wrapper
+
+    @contextlib.contextmanager
+    def using(self, context):
+        with _database_answers():
+            with context_manager.reader.using(context) as session:
+                yield session
+
+    def get_engine(self):
+        return context_manager.reader.get_engine()
+
+
+reader = _Reader()
 
 # SQLite allows one writer at a time, and a writer whose transaction read
 # before another writer committed fails at once ("database is locked")
@@ -33,20 +105,21 @@ def _writers_turn():
 
 class _Writer:
     """enginefacade's ``writer`` (decorator and ``using``), taking turns
-    on SQLite."""
+    on SQLite, raising DatabaseUnavailable for a database that does not
+    answer."""
 
     def __call__(self, func):
         transactional = context_manager.writer(func)
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
-            with _writers_turn():
+            with _database_answers(), _writers_turn():
                 return transactional(*args, **kwargs)
         return wrapper
 
     @contextlib.contextmanager
     def using(self, context):
-        with _writers_turn():
+        with _database_answers(), _writers_turn():
             with context_manager.writer.using(context) as session:
                 yield session
 
@@ -59,11 +132,27 @@ writer = _Writer()
 _CONFIGURED = []
 
 
+def connection_url(url):
+    """``url`` with ``charset=utf8mb4`` on MySQL unless it names a
+    charset: oslo.db would connect with ``utf8`` (three bytes at most),
+    and a four-byte character (an emoji, say) sent to the utf8mb4 tables
+    over such a connection is a DataError instead of a row."""
+    if not url:
+        return url
+    parsed = sa.engine.make_url(url)
+    if (parsed.get_backend_name() != 'mysql'
+            or 'charset' in parsed.query):
+        return url
+    return parsed.update_query_dict({'charset': 'utf8mb4'}).render_as_string(
+        hide_password=False)
+
+
 def configure(conf):
     """Point the engine at ``[database] connection``; once per process."""
     if _CONFIGURED:
         return
     options = dict(conf.database.items())
+    options['connection'] = connection_url(options.get('connection'))
     options.pop('mysql_engine', None)
     for unused in ('backend', 'use_db_reconnect', 'db_retry_interval',
                    'db_inc_retry_interval', 'db_max_retry_interval',
@@ -75,6 +164,35 @@ def configure(conf):
 
 # How long a SQLite writer waits for another one before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 30000
+
+
+def _is_mysql(dbapi_connection):
+    return type(dbapi_connection).__module__.split('.')[0] in (
+        'pymysql', 'MySQLdb')
+
+
+@sa.event.listens_for(sa.engine.Engine, 'connect')
+def _read_committed(dbapi_connection, _record):
+    """MySQL and MariaDB transactions read committed data, as PostgreSQL's
+    do by default.
+
+    Under InnoDB's default REPEATABLE READ, a transaction's plain SELECTs
+    all read the snapshot taken at its first read, even after a later
+    ``SELECT ... FOR UPDATE`` has waited for another transaction to
+    commit. A writer that locks a row and then reads what the lock
+    protects (a host's devices, under the host row) would read the past
+    and write a diff against it. READ COMMITTED reads each statement's
+    rows as committed when it runs, so what is read under a lock is what
+    the lock protects.
+    """
+    if not _is_mysql(dbapi_connection):
+        return
+    cursor = dbapi_connection.cursor()
+    try:
+        cursor.execute(
+            'SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED')
+    finally:
+        cursor.close()
 
 
 @sa.event.listens_for(sa.engine.Engine, 'connect')

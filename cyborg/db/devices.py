@@ -2,19 +2,21 @@
 deployables, attributes and attach handles.
 
 Written only by the conductor's report reconciliation
-(``cyborg.conductor.reporting``), which runs these helpers inside its one
-writer transaction per host report; the helpers therefore use the
-caller's ``context.session`` and open no transaction of their own.
+(``cyborg.conductor.reconciler``), which runs these helpers inside its
+one writer transaction per host report; the helpers therefore use the
+caller's ``context.session`` and open no transaction of their own. The
+host's report state (hash, generation, sequence) is in ``db.hosts``;
+generic row helpers are in ``db.rows``.
 """
 
 import collections
 
-from oslo_utils import timeutils
-from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from cyborg.common import exception
 from cyborg.db import api as db_api
 from cyborg.db import models
+from cyborg.db import rows
 
 
 class DeviceNode:
@@ -36,42 +38,6 @@ class DeployableNode:
         self.handles = []
 
 
-ReportState = collections.namedtuple('ReportState',
-                                     'host_id report_hash generation')
-
-
-@db_api.reader
-def get_report_state(context, hostname):
-    """What the conductor last accepted from ``hostname``; one SELECT."""
-    row = (context.session.query(models.Host.id, models.Host.report_hash,
-                                 models.Host.report_generation)
-           .filter(models.Host.hostname == hostname).first())
-    if row is None:
-        raise exception.HostNotFound(host=hostname)
-    return ReportState(*row)
-
-
-@db_api.reader
-def get_report_states(context, hostnames):
-    """``{hostname: ReportState}`` of the known ones; one SELECT."""
-    rows = (context.session.query(models.Host.hostname, models.Host.id,
-                                  models.Host.report_hash,
-                                  models.Host.report_generation)
-            .filter(models.Host.hostname.in_(sorted(set(hostnames)))))
-    return {row[0]: ReportState(*row[1:]) for row in rows}
-
-
-def lock_host(context, hostname):
-    """The host row, locked until the transaction ends (where supported),
-    so two conductors never reconcile the same host at once."""
-    row = (context.session.query(models.Host)
-           .filter(models.Host.hostname == hostname)
-           .with_for_update().first())
-    if row is None:
-        raise exception.HostNotFound(host=hostname)
-    return row
-
-
 def get_host_tree(context, hostname):
     """The device tree of ``hostname`` in five queries (not one per row).
 
@@ -83,29 +49,24 @@ def get_host_tree(context, hostname):
         models.Device.hostname == hostname).order_by(models.Device.id).all()
     if not devices:
         return []
-    cpids = {row.device_id: row for row in _in(
+    cpids = {row.device_id: row for row in rows.select_in(
         session, models.ControlpathID, 'device_id',
         [d.id for d in devices])}
     nodes = {d.id: DeviceNode(d, cpids[d.id]) for d in devices
              if d.id in cpids}
     by_id = {}
-    for row in _in(session, models.Deployable, 'device_id', list(nodes)):
+    for row in rows.select_in(session, models.Deployable, 'device_id',
+                              list(nodes)):
         node = DeployableNode(row, nodes[row.device_id])
         node.device_node.deployables.append(node)
         by_id[row.id] = node
-    for row in _in(session, models.Attribute, 'deployable_id', list(by_id)):
+    for row in rows.select_in(session, models.Attribute, 'deployable_id',
+                              list(by_id)):
         by_id[row.deployable_id].attributes.append(row)
-    for row in _in(session, models.AttachHandle, 'deployable_id',
-                   list(by_id)):
+    for row in rows.select_in(session, models.AttachHandle,
+                              'deployable_id', list(by_id)):
         by_id[row.deployable_id].handles.append(row)
     return list(nodes.values())
-
-
-def _in(session, model, column, values):
-    if not values:
-        return []
-    return (session.query(model).filter(getattr(model, column).in_(values))
-            .order_by(model.id).all())
 
 
 def referenced_by_arqs(context, deployable_ids, handle_ids):
@@ -134,57 +95,71 @@ def release_accelerators(context, deployable_ids):
     if deployable_ids:
         context.session.query(models.Accelerator).filter(
             models.Accelerator.deployable_id.in_(deployable_ids)).update(
-                {'deployable_id': None, 'state': UNAVAILABLE},
+                {'deployable_id': None, 'unit': None, 'state': UNAVAILABLE},
                 synchronize_session=False)
 
 
-def add(context, rows):
-    """Insert ``rows`` now (one batched INSERT per table where possible)."""
-    if rows:
-        context.session.add_all(rows)
-        context.session.flush()
+# Rows the reconciler adds and deletes (inside its transaction)
+
+def add_devices(context, hostname, status, devices):
+    """Insert a device and its control path id for each ``(values,
+    cpid_type, cpid_info)`` of ``devices``; their control path id rows
+    (``id``, ``device_id``, ``cpid_info``), in order."""
+    device_rows = [rows.new_row(models.Device, hostname=hostname,
+                                status=status, **values)
+                   for values, _type, _info in devices]
+    rows.add(context, device_rows)
+    cpids = [rows.new_row(models.ControlpathID, device_id=row.id,
+                          cpid_type=cpid_type, cpid_info=cpid_info)
+             for row, (_values, cpid_type, cpid_info)
+             in zip(device_rows, devices, strict=True)]
+    rows.add(context, cpids)
+    return cpids
 
 
-def new_row(model_class, **values):
-    return model_class(uuid=uuidutils.generate_uuid(), **values)
+def delete_devices(context, nodes):
+    """Delete the devices of ``nodes`` (DeviceNode) and their control
+    path ids."""
+    rows.delete_ids(context, models.ControlpathID,
+                    [n.cpid.id for n in nodes])
+    rows.delete_ids(context, models.Device, [n.device.id for n in nodes])
 
 
-def delete_ids(context, model, ids):
-    if ids:
-        context.session.query(model).filter(model.id.in_(ids)).delete(
-            synchronize_session=False)
+def add_deployables(context, values):
+    """Insert a deployable for each dict of ``values``; the rows."""
+    deployables = [rows.new_row(models.Deployable, **one) for one in values]
+    rows.add(context, deployables)
+    return deployables
 
 
-def update_changed(row, values):
-    """Set the values that differ; True if any did. An ORM row with no
-    changed attribute is not written at all."""
-    changed = False
-    for key, value in values.items():
-        if getattr(row, key) != value:
-            setattr(row, key, value)
-            changed = True
-    return changed
+def delete_deployables(context, ids):
+    rows.delete_ids(context, models.Deployable, ids)
 
 
-def start_report(context, host, report_hash):
-    """Mark ``host`` as reconciling a new report: a new generation and no
-    accepted hash until Placement has it too. Returns the generation."""
-    host.report_generation = (host.report_generation or 0) + 1
-    host.report_hash = None
-    host.last_seen_at = timeutils.utcnow()
-    return host.report_generation
+def attribute_row(deployable_id, key, value):
+    """A new attribute row, to insert with ``add``."""
+    return rows.new_row(models.Attribute, deployable_id=deployable_id,
+                        key=key, value=value)
 
 
-@db_api.retry_on_deadlock
-@db_api.writer
-def accept_report(context, host_id, generation, report_hash):
-    """Record ``report_hash`` as fully applied (DB and Placement), unless
-    a newer report of the host started meanwhile. True if recorded."""
-    count = context.session.query(models.Host).filter(
-        models.Host.id == host_id,
-        models.Host.report_generation == generation).update(
-            {'report_hash': report_hash}, synchronize_session=False)
-    return bool(count)
+def delete_attributes(context, ids):
+    rows.delete_ids(context, models.Attribute, ids)
+
+
+def attach_handle_row(deployable_id, cpid_id, attach_type, attach_info):
+    """A new attach handle row (not in use), to insert with ``add``."""
+    return rows.new_row(models.AttachHandle, deployable_id=deployable_id,
+                        cpid_id=cpid_id, attach_type=attach_type,
+                        attach_info=attach_info, in_use=False)
+
+
+def delete_attach_handles(context, ids):
+    rows.delete_ids(context, models.AttachHandle, ids)
+
+
+def add(context, new_rows):
+    """Insert rows built by ``attribute_row`` and ``attach_handle_row``."""
+    rows.add(context, new_rows)
 
 
 DISABLED = 'maintaining'
@@ -194,26 +169,29 @@ UNAVAILABLE = 'unavailable'
 
 
 def get_providers(context, hostname):
-    """(deployable row, {key: value}, reserved) for every deployable of
-    the host: reserved when its device is disabled or a v1 accelerator
-    holds it attached, so Placement offers it to no one else."""
+    """(deployable row, {key: value}, reserved units) for every
+    deployable of the host: all its units when its device is disabled,
+    else one per v1 accelerator attached to it, so Placement offers
+    those to no one else."""
     session = context.session
-    attached = models.Accelerator
-    rows = (session.query(models.Deployable, models.Device.status,
-                          attached.state)
-            .join(models.Device, models.Device.id ==
-                  models.Deployable.device_id)
-            .outerjoin(attached,
-                       attached.deployable_id == models.Deployable.id)
-            .filter(models.Device.hostname == hostname)
-            .order_by(models.Deployable.name).all())
+    acc = models.Accelerator
+    attached = (sa.select(sa.func.count()).where(
+        acc.deployable_id == models.Deployable.id, acc.state == ATTACHED)
+        .scalar_subquery())
+    found = (session.query(models.Deployable, models.Device.status,
+                           attached)
+             .join(models.Device, models.Device.id ==
+                   models.Deployable.device_id)
+             .filter(models.Device.hostname == hostname)
+             .order_by(models.Deployable.name).all())
     attributes = collections.defaultdict(dict)
-    for attr in _in(session, models.Attribute, 'deployable_id',
-                    [r.id for r, *_rest in rows]):
+    for attr in rows.select_in(session, models.Attribute, 'deployable_id',
+                               [r.id for r, *_rest in found]):
         attributes[attr.deployable_id][attr.key] = attr.value
     return [(row, attributes[row.id],
-             status == DISABLED or state == ATTACHED)
-            for row, status, state in rows]
+             row.num_accelerators if status == DISABLED
+             else min(count, row.num_accelerators))
+            for row, status, count in found]
 
 
 @db_api.reader

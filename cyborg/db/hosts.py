@@ -1,5 +1,9 @@
-"""Hosts and their drivers: written by the conductor on hello/heartbeat."""
+"""Hosts and their drivers: written by the conductor on hello/heartbeat,
+and what the conductor holds of each host's reports (``ReportState``:
+hash, generation, Placement's synced generation, sequence) and of its
+Placement sync (``sync_pending``)."""
 
+import collections
 import datetime
 
 from oslo_utils import timeutils
@@ -59,28 +63,58 @@ def _replace_drivers(context, host, drivers):
 def record_heartbeat(context, hostname):
     """Refresh a host's last-seen time. Returns its status before.
 
-    Raises HostNotFound for a host that never said hello.
+    Raises HostNotFound for a host that never said hello. A host that is
+    up, the common case, costs one UPDATE.
     """
+    now = timeutils.utcnow()
+    refreshed = context.session.execute(
+        sa.update(models.Host).where(models.Host.hostname == hostname,
+                                     models.Host.status == 'up')
+        .values(last_seen_at=now, updated_at=now)
+        .execution_options(synchronize_session=False)).rowcount
+    if refreshed:
+        return 'up'
     host = _host_query(context).filter_by(hostname=hostname).first()
     if host is None:
         raise exception.HostNotFound(host=hostname)
     before = host.status
-    host.update({'status': 'up', 'last_seen_at': timeutils.utcnow()})
+    host.update({'status': 'up', 'last_seen_at': now})
     return before
 
 
-@db_api.retry_on_deadlock
-@db_api.writer
+@db_api.reader
+def count_silent_hosts(context, timeout):
+    """How many up hosts were not seen for ``timeout`` seconds."""
+    cutoff = timeutils.utcnow() - datetime.timedelta(seconds=timeout)
+    return _host_query(context).filter(
+        models.Host.status == 'up', models.Host.last_seen_at < cutoff).count()
+
+
 def mark_silent_hosts_down(context, timeout):
     """Mark down every up host not seen for ``timeout`` seconds.
 
     Each host is claimed by a conditional UPDATE, so when several
     conductors check at once exactly one of them reports each host.
-    Returns the hostnames this call marked down.
+    Returns the hostnames this call marked down. When every host was
+    heard from, the check is one read query and no write transaction.
     """
     cutoff = timeutils.utcnow() - datetime.timedelta(seconds=timeout)
-    candidates = [row.hostname for row in _host_query(context).filter(
-        models.Host.status == 'up', models.Host.last_seen_at < cutoff)]
+    candidates = _silent_hosts(context, cutoff)
+    if not candidates:
+        return []
+    return _mark_down(context, candidates, cutoff)
+
+
+@db_api.reader
+def _silent_hosts(context, cutoff):
+    return [row.hostname for row in context.session.query(
+        models.Host.hostname).filter(models.Host.status == 'up',
+                                     models.Host.last_seen_at < cutoff)]
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def _mark_down(context, candidates, cutoff):
     marked = []
     for hostname in candidates:
         count = _host_query(context).filter(
@@ -151,27 +185,141 @@ def sync_pending_hosts(context):
         models.Host.hostname).filter(models.Host.sync_pending.is_(True))]
 
 
+# Core, built once: it runs after every release of an ARQ.
+_HOSTS = models.Host.__table__
+_AWAITING_REPORT = sa.select(_HOSTS.c.hostname).where(
+    _HOSTS.c.hostname.in_(sa.bindparam('hostnames', expanding=True)),
+    _HOSTS.c.status == 'up', _HOSTS.c.report_generation > 0,
+    sa.or_(_HOSTS.c.report_hash.is_(None),
+           _HOSTS.c.synced_generation.is_(None),
+           _HOSTS.c.synced_generation != _HOSTS.c.report_generation))
+
+
 @db_api.reader
 def awaiting_report(context, hostnames):
-    """Those of ``hostnames`` that are up and have reported, but whose last
-    report is not recorded as applied (``report_hash`` empty: something
-    it no longer lists was kept in use, or Placement lags behind)."""
+    """Those of ``hostnames`` that are up and have reported, but whose
+    rows do not show their last report (``report_hash`` empty: something
+    it no longer lists was kept in use) or that Placement may not show."""
     if not hostnames:
         return []
-    return sorted(row.hostname for row in context.session.query(
-        models.Host.hostname).filter(
-            models.Host.hostname.in_(sorted(set(hostnames))),
-            models.Host.status == 'up',
-            models.Host.report_generation > 0,
-            models.Host.report_hash.is_(None)))
+    return sorted(row.hostname for row in context.session.connection(
+    ).execute(_AWAITING_REPORT, {'hostnames': sorted(set(hostnames))}))
 
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def forget_report(context, hostname):
-    """Placement may not show the host's accepted report: clear its hash,
-    so that the next report, even an unchanged one, is synced again."""
+def forget_sync(context, hostname):
+    """Placement may not show the host's rows (a sync failed, perhaps
+    half-way): the next report, even an unchanged one, syncs again."""
     context.session.query(models.Host).filter(
         models.Host.hostname == hostname,
-        models.Host.report_hash.isnot(None)).update(
-        {'report_hash': None}, synchronize_session=False)
+        models.Host.synced_generation.isnot(None)).update(
+        {'synced_generation': None}, synchronize_session=False)
+
+
+# Report state
+
+class ReportState(collections.namedtuple(
+        'ReportState',
+        'host_id report_hash generation synced_generation report_seq')):
+    """What the conductor holds of a host's reports."""
+
+    def shows(self, report_hash):
+        """Whether the device rows show ``report_hash`` and Placement has
+        been synced to them."""
+        return bool(report_hash) and self.report_hash == report_hash and (
+            self.synced_generation == self.generation)
+
+    def is_stale(self, report_seq):
+        """Whether a report sent with ``report_seq`` is older than one
+        already applied (a report without a sequence never is)."""
+        return (report_seq is not None and self.report_seq is not None
+                and report_seq < self.report_seq)
+
+
+_STATE_COLUMNS = (models.Host.id, models.Host.report_hash,
+                  models.Host.report_generation,
+                  models.Host.synced_generation, models.Host.report_seq)
+
+
+def report_state(host):
+    """The ReportState of a host row."""
+    return ReportState(host.id, host.report_hash, host.report_generation,
+                       host.synced_generation, host.report_seq)
+
+
+@db_api.reader
+def get_report_state(context, hostname):
+    """What the conductor holds of ``hostname``'s reports; one SELECT."""
+    row = (context.session.query(*_STATE_COLUMNS)
+           .filter(models.Host.hostname == hostname).first())
+    if row is None:
+        raise exception.HostNotFound(host=hostname)
+    return ReportState(*row)
+
+
+@db_api.reader
+def get_report_states(context, hostnames):
+    """``{hostname: ReportState}`` of the known ones; one SELECT."""
+    rows = (context.session.query(models.Host.hostname, *_STATE_COLUMNS)
+            .filter(models.Host.hostname.in_(sorted(set(hostnames)))))
+    return {row[0]: ReportState(*row[1:]) for row in rows}
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def record_seqs(context, reports):
+    """For ``[(host_id, report_hash, report_seq)]`` of reports the
+    database shows already: record each sequence, as long as the host
+    still shows that hash, synced, and has applied no newer report. A
+    list of booleans: False where the host changed meanwhile (its report
+    must then go the long way, under the host's lock)."""
+    host = models.Host
+    done = []
+    for host_id, report_hash, report_seq in reports:
+        done.append(bool(context.session.query(host).filter(
+            host.id == host_id, host.report_hash == report_hash,
+            host.synced_generation == host.report_generation,
+            sa.or_(host.report_seq.is_(None),
+                   host.report_seq <= report_seq)).update(
+                {'report_seq': report_seq}, synchronize_session=False)))
+    return done
+
+
+def lock_host(context, hostname):
+    """The host row, locked until the transaction ends (where supported),
+    so two conductors never reconcile the same host at once."""
+    row = (context.session.query(models.Host)
+           .filter(models.Host.hostname == hostname)
+           .with_for_update().first())
+    if row is None:
+        raise exception.HostNotFound(host=hostname)
+    return row
+
+
+
+
+def record_report(host, report_hash, report_seq, changed):
+    """Record on the locked ``host`` row a report just applied: its hash
+    (None: the rows do not show it exactly), its sequence, and when it
+    changed any row a new generation, which Placement has yet to be
+    synced to. Returns the host's generation."""
+    if changed:
+        host.report_generation = (host.report_generation or 0) + 1
+    host.report_hash = report_hash
+    if report_seq is not None:
+        host.report_seq = report_seq
+    host.last_seen_at = timeutils.utcnow()
+    return host.report_generation
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def mark_synced(context, host_id, generation):
+    """Record that Placement shows the host's rows of ``generation``,
+    unless a newer report changed them meanwhile. True if recorded."""
+    count = context.session.query(models.Host).filter(
+        models.Host.id == host_id,
+        models.Host.report_generation == generation).update(
+            {'synced_generation': generation}, synchronize_session=False)
+    return bool(count)

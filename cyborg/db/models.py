@@ -41,8 +41,18 @@ class Host(Base):
     # ([agent] resource_provider_name); NULL: the hostname.
     resource_provider_name = sa.Column(sa.String(255))
     last_seen_at = sa.Column(sa.DateTime, nullable=False)
+    # The hash of the report the host's device rows show, written in the
+    # transaction that writes them; NULL when they show no report exactly
+    # (something it no longer lists is kept in use).
     report_hash = sa.Column(sa.String(64))
+    # Bumped by every report that changed the host's device rows.
     report_generation = sa.Column(sa.Integer, nullable=False, default=0)
+    # The report_generation Placement was last synced to in full; NULL:
+    # Placement may not show the rows (a sync failed half-way).
+    synced_generation = sa.Column(sa.Integer)
+    # The sequence of the newest report the host's agent sent that was
+    # applied or found applied: an older one that arrives late is refused.
+    report_seq = sa.Column(sa.BigInteger)
     sync_pending = sa.Column(sa.Boolean, nullable=False, default=False,
                              server_default=sa.false())
 
@@ -65,6 +75,32 @@ class HostDriver(Base):
     version = sa.Column(sa.String(64))
     status = sa.Column(sa.String(16), nullable=False)
     error = sa.Column(sa.Text)
+
+
+class HostHardware(Base):
+    """One function a driver of a host's agent looked at, offered or not,
+    as the host's last report with a hardware list said."""
+
+    __tablename__ = 'host_hardware'
+    __table_args__ = (
+        sa.UniqueConstraint('host_id', 'driver', 'address',
+                            name='uniq_host_hardware0host_id0driver0address'),
+        _TABLE_ARGS)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    host_id = sa.Column(sa.Integer,
+                        sa.ForeignKey('hosts.id', ondelete='CASCADE'),
+                        nullable=False)
+    address = sa.Column(sa.String(255), nullable=False)
+    vendor_id = sa.Column(sa.String(16))
+    product_id = sa.Column(sa.String(16))
+    kernel_driver = sa.Column(sa.String(64))
+    driver = sa.Column(sa.String(255), nullable=False)
+    offered = sa.Column(sa.Boolean, nullable=False)
+    reason = sa.Column(sa.Text)
+    action = sa.Column(sa.Text)
+    setup_required = sa.Column(sa.Boolean, nullable=False)
+    reboot_required = sa.Column(sa.Boolean, nullable=False)
 
 
 class Device(Base):
@@ -207,8 +243,9 @@ class ExtendedAcceleratorRequest(Base):
 
 
 class Accelerator(Base):
-    """An accelerator of the v1 API: a named view of one deployable (at
-    most one accelerator per deployable).
+    """An accelerator of the v1 API: a named view of one accelerator unit
+    of a deployable (``unit``, 0 to ``num_accelerators - 1``; at most one
+    accelerator per unit).
 
     ``spec_version`` grows with every change of the accelerator's spec, so
     concurrent writers are detected instead of overwriting each other.
@@ -218,14 +255,15 @@ class Accelerator(Base):
     __table_args__ = (
         _unique_uuid('accelerators'),
         sa.UniqueConstraint('name', name='uniq_accelerators0name'),
-        sa.UniqueConstraint('deployable_id',
-                            name='uniq_accelerators0deployable_id'),
+        sa.UniqueConstraint('deployable_id', 'unit',
+                            name='uniq_accelerators0deployable_id0unit'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)
     uuid = _uuid_col()
     name = sa.Column(sa.String(255), nullable=False)
     deployable_id = sa.Column(sa.Integer, sa.ForeignKey('deployables.id'))
+    unit = sa.Column(sa.Integer)
     device_type = sa.Column(sa.String(32))
     acc_type = sa.Column(sa.String(255))
     acc_capability = sa.Column(sa.Text)

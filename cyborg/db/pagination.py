@@ -23,8 +23,8 @@ ASC = 'asc'
 DESC = 'desc'
 
 
-def _marker_row(query, model, marker):
-    row = query.session.query(model).filter(model.uuid == marker).first()
+def _marker_row(session, model, marker):
+    row = session.query(model).filter(model.uuid == marker).first()
     if row is None:
         raise exception.MarkerNotFound(marker=marker)
     return row
@@ -52,24 +52,29 @@ def _order(column, ascending):
     return [nulls_last.desc(), column.desc()]
 
 
-def apply(query, model, page=None, default_key='id', default_dir=ASC):
+def apply(query, model, page=None, default_key='id', default_dir=ASC,
+          session=None):
     """``query`` sorted by ``page.sort_key`` (else ``default_key``), then
-    ``id``, starting after ``page.marker`` and cut at ``page.limit``."""
+    ``id``, starting after ``page.marker`` and cut at ``page.limit``.
+    ``query`` is an ORM Query or a Core select of ``model``'s table (then
+    ``session`` reads the marker)."""
     page = page or Page()
-    column = getattr(model, page.sort_key or default_key)
+    columns = model.__table__.c
+    key = page.sort_key or default_key
+    column, id_column = columns[key], columns.id
     ascending = (page.sort_dir or default_dir) == ASC
     if page.marker:
-        marker = _marker_row(query, model, page.marker)
-        if column is model.id:
-            query = query.filter(model.id > marker.id if ascending
-                                 else model.id < marker.id)
+        marker = _marker_row(session or query.session, model, page.marker)
+        if key == 'id':
+            query = query.filter(id_column > marker.id if ascending
+                                 else id_column < marker.id)
         else:
-            query = query.filter(_after(column, model.id,
-                                        getattr(marker, column.key),
+            query = query.filter(_after(column, id_column,
+                                        getattr(marker, key),
                                         marker.id, ascending))
-    order = [] if column is model.id else _order(column, ascending)
+    order = [] if key == 'id' else _order(column, ascending)
     query = query.order_by(*order,
-                           model.id.asc() if ascending else model.id.desc())
+                           id_column.asc() if ascending else id_column.desc())
     if page.limit is not None:
         query = query.limit(page.limit)
     return query

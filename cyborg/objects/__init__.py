@@ -4,5 +4,6 @@
 def register_all():
     # Importing a module registers its objects.
     __import__('cyborg.objects.driver_device')
+    __import__('cyborg.objects.hardware')
     __import__('cyborg.objects.host')
     __import__('cyborg.objects.notification')

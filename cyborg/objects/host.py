@@ -55,7 +55,9 @@ class Host(base.CyborgObject):
     """A host as the conductor records it."""
 
     # Version 1.0: initial version
-    VERSION = '1.0'
+    # Version 1.1: report_seq, the sequence of the newest report of the
+    #              host applied: its agent's next report has a higher one
+    VERSION = '1.1'
 
     fields = dict(base.TimestampedObject.fields, **{
         'id': fields.IntegerField(),
@@ -65,5 +67,12 @@ class Host(base.CyborgObject):
         'version': fields.StringField(nullable=True),
         'last_seen_at': fields.DateTimeField(),
         'report_generation': fields.IntegerField(),
+        'report_seq': fields.IntegerField(nullable=True),
         'drivers': fields.ListOfObjectsField('HostDriver', default=[]),
     })
+    obj_relationships = {'drivers': [('1.0', '1.0')]}
+
+    def obj_make_compatible(self, primitive, target_version):
+        super().obj_make_compatible(primitive, target_version)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+            primitive.pop('report_seq', None)

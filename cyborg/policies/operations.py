@@ -1,7 +1,8 @@
 """Policy rules of the generic-driver operations (microversion 2.5):
 ``/v2/hosts``, ``/v2/drivers``, ``/v2/services``, ``/v2/discovery`` and
-``/v2/attachments``. They manage the cloud's hardware and agents, so
-every one is for administrators by default."""
+``/v2/attachments``, and ``/v2/hardware`` (2.6). They manage the
+cloud's hardware and agents, so every one is for administrators by
+default."""
 
 from cyborg.policies import base
 
@@ -31,6 +32,9 @@ RULES = [
           'host.', 'POST', '/v2/discovery'),
     _rule('attachment:create', "Attach a device profile's accelerators "
           'to an instance.', 'POST', '/v2/attachments'),
+    _rule('hardware:get_all', 'List the PCI functions the drivers of each '
+          'host looked at, offered or not and why (2.6).',
+          'GET', '/v2/hardware'),
     _rule('attachment:delete', 'Detach the accelerators of an instance.',
           'DELETE', '/v2/attachments/{instance_uuid}'),
 ]

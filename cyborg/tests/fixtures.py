@@ -64,11 +64,16 @@ class Database(fixtures.Fixture):
     (``'models'``, faster), or not at all (``None``).
     """
 
-    def __init__(self, test, backend='sqlite', schema='models'):
+    def __init__(self, test, backend='sqlite', schema='models', gated=False):
         super().__init__()
         self.test = test
         self.backend = backend
         self.schema = schema
+        # Gated (a server backend only): cyborg's engine reaches the
+        # database through ``self.gate`` (faults.TcpGate), which a test
+        # closes to take the database away; ``self.url`` stays direct.
+        self.gated = gated
+        self.gate = None
 
     def _setUp(self):
         if self.backend == 'sqlite':
@@ -78,11 +83,17 @@ class Database(fixtures.Fixture):
             path = self.useFixture(fixtures.TempDir()).join('cyborg.sqlite')
             self.url = 'sqlite:///%s' % path
         else:
-            self.url = self._create_server_database()
+            self.url = db_api.connection_url(
+                self._create_server_database())
         # Made the way enginefacade makes the real one, so that errors are
         # translated (DBDuplicateEntry, DBDeadlock) and SQLite
         # transactions begin as in production.
-        self.engine = engines.create_engine(self.url)
+        engine_url = self.url
+        if self.gated:
+            from cyborg.tests.functional import faults
+            self.gate, engine_url = faults.TcpGate.for_url(self, self.url)
+            self.gate.open()
+        self.engine = engines.create_engine(engine_url)
         self.addCleanup(self.engine.dispose)
         forbid_api_writes(self.engine)
         if self.schema == 'models':

@@ -5,14 +5,19 @@ it on real RPC (``transport_url``), and the embedded Placement, on a fresh
 database: SQLite in the state directory, or a new database on the MariaDB
 or PostgreSQL server of ``db_url`` (created here, dropped at the end).
 ``seed`` makes hosts report fake FPGA cards through the conductor's real
-RPC path, as agents do.
+RPC path, as agents do. ``FakeNova`` is the Nova a benchmark's conductor
+sends its external events to. ``tree_cpu_seconds`` and ``tree_memory``
+measure a daemon's whole process tree from ``/proc``.
 """
 
+import collections
 import concurrent.futures
 import json
 import logging
 import math
 import os
+import threading
+import time
 import uuid
 
 from keystoneauth1 import loading as ks_loading
@@ -67,6 +72,151 @@ def fake_devices(hostname, count, functions=1):
     return devices
 
 
+def _stat(pid):
+    """(parent pid, utime + stime in seconds) of ``pid``, from /proc."""
+    with open('/proc/%s/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    return int(fields[1]), ticks / os.sysconf('SC_CLK_TCK')
+
+
+def _all_stats():
+    stats = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                stats[int(entry)] = _stat(entry)
+            except (OSError, ValueError, IndexError):
+                pass  # gone meanwhile
+    return stats
+
+
+def process_tree(pid, stats=None):
+    """``pid`` and its descendants (an oslo.service daemon is a parent
+    and its workers)."""
+    stats = _all_stats() if stats is None else stats
+    children = {}
+    for child, (parent, _cpu) in stats.items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        if current in stats:
+            found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def tree_cpu_seconds(pid):
+    """CPU time (user + system) of process ``pid`` and its descendants."""
+    stats = _all_stats()
+    return sum(stats[p][1] for p in process_tree(pid, stats))
+
+
+def _rollup(pid):
+    """{field: kB} of /proc/<pid>/smaps_rollup (Rss, Pss, ...)."""
+    values = {}
+    with open('/proc/%s/smaps_rollup' % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == 'kB':
+                values[parts[0].rstrip(':')] = int(parts[1])
+    return values
+
+
+def tree_memory(pid):
+    """(RSS, PSS) in MiB of process ``pid`` and its descendants. RSS
+    counts a page shared by two processes of the tree twice, PSS
+    splits it between them."""
+    rss = pss = 0
+    for process in process_tree(pid):
+        try:
+            values = _rollup(process)
+        except OSError:
+            continue  # gone meanwhile
+        rss += values.get('Rss', 0)
+        pss += values.get('Pss', 0)
+    return rss / 1024, pss / 1024
+
+
+class FakeNova:
+    """Nova's ``os-server-external-events`` API on a loopback port, in the
+    process that creates it: it answers as Nova does (the version
+    documents a client discovers, 200 with a code for every event) and
+    records every request and event it got, so that a benchmark can wait
+    for an instance's events and count them."""
+
+    EVENTS = '/v2.1/os-server-external-events'
+
+    def __init__(self, threads=8):
+        self.events = collections.defaultdict(list)
+        self.requests = collections.Counter()
+        self.received = 0
+        self._cond = threading.Condition()
+        self.server = api_server.WSGIServer(self, '127.0.0.1', 0, threads,
+                                            name='fake-nova')
+
+    @property
+    def endpoint(self):
+        return 'http://127.0.0.1:%d/v2.1' % self.server.port
+
+    def start(self):
+        self.server.start()
+        return self
+
+    def stop(self):
+        self.server.stop()
+
+    def _version(self, environ):
+        return {'id': 'v2.1', 'status': 'CURRENT', 'version': '2.96',
+                'min_version': '2.1', 'updated': '2013-07-23T11:33:21Z',
+                'links': [{'rel': 'self', 'href': 'http://%s/v2.1/' %
+                           environ.get('HTTP_HOST', '127.0.0.1')}]}
+
+    def __call__(self, environ, start_response):
+        method, path = environ['REQUEST_METHOD'], environ['PATH_INFO']
+        with self._cond:
+            self.requests['%s %s' % (method, path)] += 1
+        status, body = '404 Not Found', {'itemNotFound': {
+            'code': 404, 'message': 'Not found'}}
+        if method == 'GET' and path in ('', '/'):
+            status, body = '200 OK', {'versions': [self._version(environ)]}
+        elif method == 'GET' and path.rstrip('/') == '/v2.1':
+            status, body = '200 OK', {'version': self._version(environ)}
+        elif method == 'POST' and path == self.EVENTS:
+            length = int(environ.get('CONTENT_LENGTH') or 0)
+            events = json.loads(environ['wsgi.input'].read(length))['events']
+            self._record(events)
+            status, body = '200 OK', {'events': [dict(e, code=200)
+                                                 for e in events]}
+        start_response(status, [('Content-Type', 'application/json'),
+                                ('OpenStack-API-Version', 'compute 2.82')])
+        return [json.dumps(body).encode()]
+
+    def _record(self, events):
+        with self._cond:
+            for event in events:
+                self.events[event['server_uuid']].append(event)
+            self.received += len(events)
+            self._cond.notify_all()
+
+    def wait_for(self, instance, count, timeout):
+        """The events of ``instance`` once there are ``count``; None
+        after ``timeout`` seconds without them."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while len(self.events[instance]) < count:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return None
+                self._cond.wait(left)
+            return list(self.events[instance])
+
+    def event_posts(self):
+        with self._cond:
+            return self.requests['POST %s' % self.EVENTS]
+
+
 def server_database(url):
     """(url of a new database on the server of ``url``, drop function)."""
     server = sa.engine.make_url(url)
@@ -83,13 +233,24 @@ def server_database(url):
             drop)
 
 
+def use_service(conf, group, endpoint, token):
+    """Send the requests of ``[group]`` to ``endpoint`` with ``token``
+    (keystoneauth's admin_token plugin: no Keystone)."""
+    conf.register_opts(ks_loading.get_auth_plugin_conf_options('admin_token'),
+                       group=group)
+    conf.set_override('auth_type', 'admin_token', group=group)
+    conf.set_override('token', token, group=group)
+    conf.set_override('endpoint', endpoint, group=group)
+
+
 class Stack:
 
     def __init__(self, state_dir, db_url=None, transport_url='fake:/',
-                 api_threads=16):
+                 api_threads=16, nova_endpoint=None):
         self.state_dir = state_dir
         self.db_url = db_url
         self.transport_url = transport_url
+        self.nova_endpoint = nova_endpoint
         self.api_threads = api_threads
         self.server = None
         self.services = []
@@ -121,17 +282,14 @@ class Stack:
         # The seeded hosts report once and never again: they must not be
         # marked down (and their devices reserved) while numbers are taken.
         CONF.set_override('host_down_timeout', 24 * 3600, group='conductor')
+        if self.nova_endpoint:
+            use_service(CONF, 'nova', self.nova_endpoint, 'nova-token')
         # Benchmarks print numbers, not every request Placement served.
         logging.getLogger().setLevel(logging.WARNING)
 
     def use_placement(self, port):
-        CONF.register_opts(
-            ks_loading.get_auth_plugin_conf_options('admin_token'),
-            group='placement')
-        CONF.set_override('auth_type', 'admin_token', group='placement')
-        CONF.set_override('token', 'admin', group='placement')
-        CONF.set_override('endpoint', 'http://127.0.0.1:%d%s' % (
-            port, aio_placement.PREFIX), group='placement')
+        use_service(CONF, 'placement', 'http://127.0.0.1:%d%s' % (
+            port, aio_placement.PREFIX), 'admin')
 
     def start(self, conductor=True):
         self.configure()
@@ -142,7 +300,8 @@ class Stack:
         # Like the all-in-one: on the in-process bus the API calls its
         # conductor directly; on a broker it goes through RPC.
         local = (conductor_rpcapi.LocalConductorAPI(manager)
-                 if self.transport_url.startswith('fake') else None)
+                 if self.transport_url.startswith(('fake', 'local'))
+                 else None)
         app = aio_placement.mount(
             api_app.setup_app(CONF, conductor_api=local),
             aio_placement.build_app(self.state_dir))
@@ -171,8 +330,9 @@ class Stack:
             hostname=hostname, status='READY', endpoint=hostname,
             version='bench', drivers=[]))
         digest = agent_manager.report_hash(devices)
-        accepted = conductor.report_data(self.context, hostname, devices,
-                                         digest)
+        accepted = conductor.report_data(
+            self.context, hostname, devices, digest,
+            report_seq=agent_manager.next_report_seq(0))
         if accepted != digest:
             raise RuntimeError('report of %s not accepted' % hostname)
 

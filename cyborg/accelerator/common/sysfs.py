@@ -351,3 +351,49 @@ class PciReader:
                         device_api=_read_text(
                             os.path.join(path, 'device_api')),
                         devices=devices)
+
+
+def fingerprint(root):
+    """What a rescan of ``root`` most likely depends on, read cheaply: the
+    PCI functions listed and, for each, its driver link, its VF count, its
+    vGPU type and its mdev types (available instances and devices). Equal
+    fingerprints: the drivers would very likely find what they found
+    before. No driver code runs; what cannot be read counts as its error.
+    """
+    base = os.path.join(root, PCI_DEVICES)
+    try:
+        names = sorted(os.listdir(base))
+    except OSError as e:
+        return ('unlisted', e.errno)
+    return tuple(_function_fingerprint(os.path.join(base, name))
+                 for name in names)
+
+
+def _quietly(read, path):
+    try:
+        return read(path)
+    except (UnreadableFunction, OSError) as e:
+        return ('unreadable', str(e))
+
+
+def _listing(path):
+    try:
+        return tuple(sorted(os.listdir(path)))
+    except FileNotFoundError:
+        return ()
+    except OSError as e:
+        return ('unreadable', e.errno)
+
+
+def _function_fingerprint(path):
+    types = os.path.join(path, 'mdev_supported_types')
+    return (os.path.basename(path),
+            _quietly(_link_name, os.path.join(path, 'driver')),
+            _quietly(_read_text, os.path.join(path, 'sriov_numvfs')),
+            _quietly(_read_text, os.path.join(path, 'nvidia',
+                                              'current_vgpu_type')),
+            tuple((name,
+                   _quietly(_read_text, os.path.join(
+                       types, name, 'available_instances')),
+                   _listing(os.path.join(types, name, 'devices')))
+                  for name in _listing(types)))

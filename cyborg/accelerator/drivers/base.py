@@ -39,15 +39,20 @@ class AcceleratorDriver(abc.ABC):
     def discover(self):
         """The accelerators on this host, as a list of DriverDevice."""
 
-    def hardware(self):
-        """Every device this driver sees, usable or not.
+    def survey(self):
+        """``(devices, hardware)`` from one look at the host: what
+        ``discover()`` returns, and every device this driver looked at,
+        offered or not, as :func:`hardware_entry` dicts. By default each
+        discovered device, offered."""
+        devices = self.discover()
+        return devices, [hardware_entry(device.controlpath_id.cpid_info,
+                                        device, vendor_id=device.vendor)
+                         for device in devices]
 
-        A list of dicts (see :func:`hardware_entry`): the discovered
-        devices, plus devices that are present but need setup or a reboot
-        before they can be offered. By default, what ``discover()`` finds.
-        """
-        return [hardware_entry(device.controlpath_id.cpid_info, device)
-                for device in self.discover()]
+    def hardware(self):
+        """Every device this driver sees, usable or not (see
+        :meth:`survey`)."""
+        return self.survey()[1]
 
 
 class Programmer(abc.ABC):
@@ -93,25 +98,37 @@ class OperationFailed(Exception):
 class NotReady(Exception):
     """A device is present but cannot be offered yet.
 
-    Raised by :meth:`SysfsPciDriver.build_device`; ``discover()`` leaves the
-    device out with a warning and ``hardware()`` lists it with the flags.
+    Raised by :meth:`SysfsPciDriver.build_device`: ``reason`` says why,
+    ``action`` what an operator changes to offer it (the option to set,
+    the binding to make; None when there is nothing to do but wait).
+    ``discover()`` leaves the device out and ``hardware()`` lists it with
+    the reason and the flags; the agent logs it once, when it changes.
     """
 
-    def __init__(self, reason, setup_required=True, reboot_required=False):
+    def __init__(self, reason, setup_required=True, reboot_required=False,
+                 action=None):
         super().__init__(reason)
         self.reason = reason
+        self.action = action
         self.setup_required = setup_required
         self.reboot_required = reboot_required
 
 
-def hardware_entry(address, device=None, not_ready=None):
-    """One row of a hardware listing (the seed's driver GET /hardware)."""
+def hardware_entry(address, device=None, not_ready=None, function=None,
+                   vendor_id=None):
+    """One row of a hardware listing (the seed's driver GET /hardware):
+    the function at ``address`` (a PciFunction, when read from sysfs),
+    offered as ``device`` or not offered for ``not_ready``."""
     return {'address': str(address), 'device': device,
             'ready': not_ready is None,
+            'vendor_id': function.vendor if function else vendor_id,
+            'product_id': function.product if function else None,
+            'kernel_driver': function.driver if function else None,
             'setup_required': bool(not_ready and not_ready.setup_required),
             'reboot_required': bool(not_ready and
                                     not_ready.reboot_required),
-            'reason': not_ready.reason if not_ready else None}
+            'reason': not_ready.reason if not_ready else None,
+            'action': not_ready.action if not_ready else None}
 
 
 class SysfsPciDriver(AcceleratorDriver):
@@ -148,26 +165,46 @@ class SysfsPciDriver(AcceleratorDriver):
         """
 
     def _scan(self):
+        """``(function, device, NotReady)`` of every candidate; a device
+        that could not be understood is not offered either, and says
+        why. Nothing is logged here: the agent logs each decision once,
+        when it changes."""
         functions = {f.address: f
                      for f in self.reader.functions(self.vendors)}
         for function in self.candidates(functions):
+            self._declined = []
             try:
                 device = self.build_device(function, functions)
             except NotReady as e:
-                LOG.warning('%s: %s is not offered: %s',
-                            type(self).__name__, function.address, e.reason)
                 yield function, None, e
-            except Exception:
-                LOG.exception('%s: skipping %s, its sysfs entries are not '
-                              'understood', type(self).__name__,
-                              function.address)
+            except Exception as e:
+                LOG.debug('%s: %s is not understood', type(self).__name__,
+                          function.address, exc_info=True)
+                yield function, None, NotReady(
+                    'its sysfs entries are not understood: %s' % e,
+                    setup_required=False)
             else:
                 if device is not None:
                     yield function, device, None
+            yield from self._declined
+
+    def decline(self, function, reason, action=None):
+        """Leave out ``function``, a part of the device being built (a
+        VF, say), for ``reason``: it is listed in the hardware, not
+        offered, and the agent logs it once, when it changes."""
+        self._declined.append((function, None, NotReady(reason,
+                                                         action=action)))
+
+    def survey(self):
+        devices, hardware, seen = [], [], set()
+        for function, device, not_ready in self._scan():
+            if device is not None:
+                devices.append(device)
+            if function.address not in seen:
+                seen.add(function.address)
+                hardware.append(hardware_entry(function.address, device,
+                                               not_ready, function))
+        return devices, hardware
 
     def discover(self):
-        return [device for _f, device, _e in self._scan() if device]
-
-    def hardware(self):
-        return [hardware_entry(function.address, device, not_ready)
-                for function, device, not_ready in self._scan()]
+        return self.survey()[0]

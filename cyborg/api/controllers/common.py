@@ -1,13 +1,12 @@
 """What every resource controller does the same way: policy checks,
-JSON bodies, uuids in paths and timestamps in views."""
+uuids in paths and timestamps in views. Bodies and query strings are
+read by ``cyborg.api.validation``."""
 
-from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
 import pecan
 
 from cyborg.common import exception
 from cyborg.common import policy
-from cyborg.i18n import _
 
 
 def authorize(rule, project_id=None):
@@ -18,15 +17,6 @@ def authorize(rule, project_id=None):
               'user_id': context.user_id}
     policy.authorize(rule, target, context)
     return context
-
-
-def json_body(request):
-    """The request body as JSON; 400 when it is not JSON."""
-    try:
-        return jsonutils.loads(request.body or b'null')
-    except ValueError as exc:
-        raise exception.InvalidParameterValue(
-            err=_('The request body is not valid JSON: %s') % exc) from exc
 
 
 def check_uuid(value):

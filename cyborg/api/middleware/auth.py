@@ -24,6 +24,7 @@ _IDENTITY_PREFIXES = ('HTTP_X_IDENTITY_STATUS', 'HTTP_X_USER',
 ADMIN_USER = 'admin'
 ADMIN_ROLES = 'admin,member,reader'
 USER_ROLES = 'member,reader'
+SERVICE_ROLES = 'service'
 
 
 def is_public(path):
@@ -71,9 +72,13 @@ class NoAuthMiddleware:
     Identity headers sent by the client are used as they are. A token
     ``<user>[:<project>]`` fills in what the headers leave out; user
     ``admin`` gets the roles keystone would imply for an admin (admin,
-    member, reader), any other user member and reader. A request with
-    neither is anonymous (``X-Identity-Status: Invalid``) and policy will
-    refuse it what it refuses anyone.
+    member, reader), any other user member and reader. A non-empty
+    ``X-Service-Token`` (what keystoneauth's ``ServiceTokenAuthWrapper``
+    adds, as Nova does when it calls cyborg) gives the ``service`` role
+    that keystonemiddleware would give a validated service token, unless
+    ``X-Service-Roles`` says otherwise. A request with neither a token nor
+    identity headers is anonymous (``X-Identity-Status: Invalid``) and
+    policy will refuse it what it refuses anyone.
     """
 
     def __init__(self, app):
@@ -86,6 +91,8 @@ class NoAuthMiddleware:
             environ.setdefault('HTTP_X_PROJECT_ID', project)
             environ.setdefault('HTTP_X_ROLES', ADMIN_ROLES
                                if user == ADMIN_USER else USER_ROLES)
+        if environ.get('HTTP_X_SERVICE_TOKEN'):
+            environ.setdefault('HTTP_X_SERVICE_ROLES', SERVICE_ROLES)
         known = bool(environ.get('HTTP_X_USER_ID'))
         environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed' if known else 'Invalid'
         return self.app(environ, start_response)

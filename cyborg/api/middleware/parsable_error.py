@@ -42,11 +42,20 @@ def _message(response):
     return message or response.status.partition(' ')[2]
 
 
-def error_response(status, message):
+def error_response(status, message, headers=None):
     """A complete error response, for code that has no response yet."""
     response = webob.Response(status=status)
     _set_envelope(response, message)
+    response.headers.update(headers or {})
     return response
+
+
+def exception_response(exc):
+    """The error response for an exception raised handling a request:
+    its status and message (``cyborg.api.errors``) and the headers it
+    carries (``Retry-After`` of a 503, say)."""
+    return error_response(*errors.status_and_message(exc),
+                          headers=errors.headers_of(exc))
 
 
 def _set_envelope(response, message):
@@ -65,7 +74,7 @@ class ParsableErrorMiddleware:
         try:
             response = request.get_response(self.app)
         except Exception as exc:
-            return error_response(*errors.status_and_message(exc))
+            return exception_response(exc)
         if response.status_int < 400 or request.method == 'HEAD':
             return response
         message = _message(response)

@@ -1,7 +1,17 @@
 """Nova, for one thing: the ``accelerator-request-bound`` external events
 that tell nova-compute an ARQ is bound (or failed), through openstacksdk's
-compute proxy with the ``[nova]`` keystoneauth options."""
+compute proxy with the ``[nova]`` keystoneauth options.
 
+A conductor keeps ONE :class:`Client`: building the proxy costs a version
+discovery request and a keystoneauth session, so it is built on first use
+and reused for every event after, and built again only after Nova refused
+its credentials (or the client itself failed), in case the cause was the
+client's own state.
+"""
+
+import threading
+
+from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 import openstack
@@ -17,6 +27,8 @@ EVENT = 'accelerator-request-bound'
 # the whole request means none of its instances exists.
 _UNDELIVERABLE = frozenset([404, 422])
 _NO_INSTANCE = 404
+# Nova refused the credentials: the client is built again next time.
+_AUTH_REFUSED = frozenset([401, 403])
 
 
 def configured(conf):
@@ -24,6 +36,8 @@ def configured(conf):
 
 
 def connect(conf):
+    """A new compute proxy: a keystoneauth session, and a version
+    discovery request to Nova on first use of the proxy."""
     auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
     session = ks_loading.load_session_from_conf_options(conf, GROUP,
                                                         auth=auth)
@@ -38,36 +52,83 @@ def events(instance_uuid, arq_states):
              'status': status} for uuid, status in sorted(arq_states.items())]
 
 
-def _delivered(response):
+def _tags(event_list):
+    return {event['tag'] for event in event_list}
+
+
+def delivered_tags(response, event_list):
+    """The tags (ARQ uuids) of ``event_list`` that Nova took, or that it
+    can never take (their instance is gone or not on a host), from its
+    answer to the request that carried them."""
     if response.status_code == 200:
-        return True
+        return _tags(event_list)
     if response.status_code == _NO_INSTANCE:
         LOG.info('Nova has none of the instances of these %s events; they '
                  'are dropped', EVENT)
-        return True
-    if response.status_code == 207:
-        codes = {event.get('code') for event in
-                 response.json().get('events', [])}
-        return codes <= {200} | _UNDELIVERABLE
-    return False
-
-
-def send_events(conf, event_list):
-    """POST the events; True when Nova took them (or no Nova is
-    configured, which is logged), False when they must be sent again."""
-    if not configured(conf):
-        LOG.info('No [nova] credentials: not sending %d %s events',
-                 len(event_list), EVENT)
-        return True
+        return _tags(event_list)
+    if response.status_code != 207:
+        return set()
     try:
-        response = connect(conf).post(
-            '/os-server-external-events', json={'events': event_list},
-            microversion=MICROVERSION, raise_exc=False)
-    except Exception as e:  # keystoneauth's connection errors
-        LOG.warning('Nova could not be reached for %s events: %s', EVENT, e)
-        return False
-    if _delivered(response):
-        return True
-    LOG.warning('Nova refused %s events with %s: %s', EVENT,
-                response.status_code, response.text[:200])
-    return False
+        answers = response.json().get('events', [])
+    except ValueError:
+        return set()
+    # Nova answers each event in order; the tag says which it is.
+    return {answer.get('tag') for answer in answers
+            if answer.get('code') == 200
+            or answer.get('code') in _UNDELIVERABLE} & _tags(event_list)
+
+
+class Client:
+    """The conductor's Nova client, built once and reused."""
+
+    def __init__(self, conf):
+        self.conf = conf
+        self._compute = None
+        self._lock = threading.Lock()
+        #: Proxies built, for tests and benchmarks.
+        self.builds = 0
+
+    def _get(self):
+        with self._lock:
+            if self._compute is None:
+                self._compute = connect(self.conf)
+                self.builds += 1
+            return self._compute
+
+    def _forget(self, compute):
+        with self._lock:
+            if self._compute is compute:
+                self._compute = None
+
+    def send_events(self, event_list):
+        """POST the events in one request; returns the tags of those that
+        need not be sent again (all of them when no Nova is configured,
+        which is logged)."""
+        if not configured(self.conf):
+            LOG.info('No [nova] credentials: not sending %d %s events',
+                     len(event_list), EVENT)
+            return _tags(event_list)
+        compute = None
+        try:
+            compute = self._get()
+            response = compute.post(
+                '/os-server-external-events', json={'events': event_list},
+                microversion=MICROVERSION, raise_exc=False)
+        except ks_exceptions.ConnectionError as e:
+            LOG.warning('Nova could not be reached for %s events: %s', EVENT,
+                        e)
+            return set()
+        except Exception as e:  # auth, discovery, the catalog: build again
+            LOG.warning('Nova could not be asked to take %s events: %s',
+                        EVENT, e)
+            if compute is not None:
+                self._forget(compute)
+            return set()
+        delivered = delivered_tags(response, event_list)
+        if len(delivered) < len(event_list):
+            LOG.warning('Nova did not take %d of %d %s events: %s %s',
+                        len(event_list) - len(delivered), len(event_list),
+                        EVENT, response.status_code, response.text[:200])
+        if response.status_code in _AUTH_REFUSED:
+            self._forget(compute)
+        return delivered

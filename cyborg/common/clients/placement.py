@@ -24,19 +24,6 @@ def connect(conf):
     return connection.placement
 
 
-class Connected:
-    """For a class with ``conf``: ``self.placement``, a client connected
-    on first use (a class may set ``_placement`` to one of its own)."""
-
-    _placement = None
-
-    @property
-    def placement(self):
-        if self._placement is None:
-            self._placement = connect(self.conf)
-        return self._placement
-
-
 def _check(response, method, url):
     if response.status_code >= 400:
         try:

@@ -26,17 +26,20 @@ def write_config(path, sections):
 
 
 class Daemon:
-    """A cyborg console script run as ``python -m cyborg.cmd.<name>``."""
+    """A cyborg console script run as ``python -m cyborg.cmd.<name>``, or
+    any other ``command`` (then ``name`` only names it); killed with its
+    process group when ``test`` (a test or a fixture) cleans up."""
 
-    def __init__(self, test, name, args, log_path):
+    def __init__(self, test, name, args, log_path, command=None, env=None):
         self.name = name
         self.log_path = log_path
         self.log = open(log_path, 'w')
         test.addCleanup(self.log.close)
+        command = command or [sys.executable, '-m', 'cyborg.cmd.%s' % name]
         self.process = subprocess.Popen(
-            [sys.executable, '-m', 'cyborg.cmd.%s' % name] + list(args),
-            stdout=self.log, stderr=subprocess.STDOUT,
-            start_new_session=True)
+            list(command) + list(args), stdout=self.log,
+            stderr=subprocess.STDOUT, start_new_session=True,
+            env=None if env is None else dict(os.environ, **env))
         test.addCleanup(self.kill)
 
     def running(self):

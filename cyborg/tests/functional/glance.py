@@ -37,7 +37,14 @@ class FakeGlance:
         self.requests.append((path, query))
         parts = path.strip('/').split('/')
         status, body = '404 Not Found', {'message': 'not found'}
-        if parts == ['v2', 'images']:
+        if parts in ([''], ['v2']):
+            # Version discovery, as openstacksdk's image proxy does it.
+            base = '%s://%s' % (environ['wsgi.url_scheme'],
+                                environ['HTTP_HOST'])
+            status, body = '200 OK', {'versions': [{
+                'id': 'v2.16', 'status': 'CURRENT',
+                'links': [{'rel': 'self', 'href': base + '/v2/'}]}]}
+        elif parts == ['v2', 'images']:
             status, body = '200 OK', {'images': [
                 image for image in self.images.values()
                 if all(image.get(k) == v for k, v in query.items())]}

@@ -23,13 +23,24 @@ ARQS = '/v2/accelerator_requests'
 class StandInNova:
     """``POST /v2.1/os-server-external-events``, recorded; answers
     ``status`` (200; 207 with ``event_code`` for every event; 404 as for
-    instances that do not exist)."""
+    instances that do not exist; 401 as for a token Nova refused). While
+    ``gate`` is clear, a request is held (counted in ``held``) until it
+    is set."""
+
+    EVENTS = '/v2.1/os-server-external-events'
 
     def __init__(self):
         self.events = []
+        #: The events of each request, in order.
+        self.requests = []
+        #: Every request, as 'METHOD path'.
+        self.calls = []
+        self.held = 0
         self.status = 200
         self.event_code = 422
-        self.lock = threading.Lock()
+        self.gate = threading.Event()
+        self.gate.set()
+        self.lock = threading.Condition()
         self.server = api_server.WSGIServer(self, '127.0.0.1', 0, 4,
                                             name='stand-in-nova')
 
@@ -37,13 +48,25 @@ class StandInNova:
         length = int(environ.get('CONTENT_LENGTH') or 0)
         body = json.loads(environ['wsgi.input'].read(length) or b'{}')
         with self.lock:
-            self.events.extend(body.get('events', []))
+            self.calls.append('%s %s' % (environ['REQUEST_METHOD'],
+                                         environ['PATH_INFO']))
+            if environ['PATH_INFO'] == self.EVENTS:
+                self.held += not self.gate.is_set()
+                self.lock.notify_all()
+        self.gate.wait(60)
+        with self.lock:
+            if environ['PATH_INFO'] == self.EVENTS:
+                self.events.extend(body.get('events', []))
+                self.requests.append(body.get('events', []))
+            self.lock.notify_all()
         if self.status == 207:
             answer = {'events': [dict(e, code=self.event_code)
                                  for e in body.get('events', [])]}
         elif self.status == 404:
             answer = {'itemNotFound': {
                 'code': 404, 'message': 'No instances found for any event'}}
+        elif self.status == 401:
+            answer = {'error': {'code': 401, 'message': 'Unauthorized'}}
         else:
             answer = body
         start_response('%d Status' % self.status,
@@ -57,6 +80,7 @@ class StandInNova:
     def start(self, test):
         self.server.start()
         test.addCleanup(self.server.stop)
+        test.addCleanup(self.gate.set)
         return self
 
     def config(self):
@@ -68,6 +92,21 @@ class StandInNova:
         with self.lock:
             return [e for e in self.events if e['server_uuid'] == instance]
 
+    def wait(self, predicate, timeout=30):
+        """Wait until ``predicate()`` (called under the lock) is true;
+        AssertionError after ``timeout`` seconds."""
+        with self.lock:
+            if not self.lock.wait_for(predicate, timeout):
+                raise AssertionError('Nova: condition not met within %s s; '
+                                     'requests: %s' % (timeout, self.calls))
+
+    def wait_events(self, instance, count, timeout=30):
+        """The events of ``instance``, once there are ``count``."""
+        self.wait(lambda: len([e for e in self.events
+                               if e['server_uuid'] == instance]) >= count,
+                  timeout)
+        return self.events_of(instance)
+
 
 def _call(base, method, path, headers, body=None):
     return requests.request(
@@ -76,10 +115,11 @@ def _call(base, method, path, headers, body=None):
 
 
 def boot_and_delete(test, base, profile_name, hostname, rp_uuid,
-                    timeout=30):
+                    timeout=30, nova=None):
     """What nova-api, nova-conductor and nova-compute send, in order, with
     no microversion header, for one server; returns the instance uuid and
-    the bound ARQs as the last poll showed them."""
+    the bound ARQs as the last poll showed them. With ``nova`` (a
+    StandInNova) the server is deleted once Nova got its events."""
     # nova-api: the profile by name, exactly one.
     profiles = _call(base, 'GET', '/v2/device_profiles?name=%s'
                      % profile_name, USER_AND_SERVICE).json()
@@ -111,6 +151,8 @@ def boot_and_delete(test, base, profile_name, hostname, rp_uuid,
     test.assertEqual({'Bound'}, {arq['state'] for arq in bound})
     test.assertEqual({arq['uuid'] for arq in arqs},
                      {arq['uuid'] for arq in bound})
+    if nova is not None:
+        nova.wait_events(instance, len(arqs), timeout)
     # Another project does not see them.
     other = {'X-User-Id': 'eve', 'X-Project-Id': 'other',
              'X-Roles': 'member,reader'}

@@ -52,7 +52,10 @@ def _service():
             server = api_server.WSGIServer(recorder, '127.0.0.1', 0, 8,
                                            name='test-placement')
             server.start()
-            atexit.register(server.stop)
+            # cheroot's worker threads are not daemons: stop them before
+            # the interpreter waits for its threads at exit, which comes
+            # before atexit's handlers (pytest without xdist hung there).
+            threading._register_atexit(server.stop)
             _SERVICE.update(
                 endpoint='http://127.0.0.1:%d' % server.port,
                 recorder=recorder)

@@ -75,9 +75,11 @@ class AgentRescanTest(InventoryView, base.TestCase):
         conductor = conductor_manager.ConductorManager('cond', self.conf)
         report_data = conductor.report_data
 
-        def counted(context, hostname, devices, report_hash):
+        def counted(context, hostname, devices, report_hash,
+                    report_seq=None, hardware=None):
             self.reports.append(report_hash)
-            return report_data(context, hostname, devices, report_hash)
+            return report_data(context, hostname, devices, report_hash,
+                               report_seq, hardware)
         conductor.report_data = counted
         cyborg_fixtures.start_rpc_service(self, conductor,
                                           rpc.CONDUCTOR_TOPIC, 'cond')

@@ -2,12 +2,15 @@
 
 import os
 import signal
+import uuid
 
 import fixtures
+import requests
 import sqlalchemy as sa
 import testtools
 
 from cyborg.aio import service as aio_service
+from cyborg.api import microversion
 from cyborg.tests.functional import daemons
 from cyborg.tests.functional.test_hello import wait_for
 
@@ -29,20 +32,29 @@ class AllInOneTest(testtools.TestCase):
         daemons.wait_for_http(self.base + '/v2', daemon=aio)
         return aio
 
-    def hosts(self):
+    def query(self, sql, **params):
+        """The rows of ``sql`` in the all-in-one's database."""
         engine = sa.create_engine('sqlite:///%s' % os.path.join(
             self.state_dir, 'cyborg.sqlite'))
         try:
             with engine.connect() as connection:
-                return dict(connection.execute(sa.text(
-                    'SELECT hostname, status FROM hosts')).fetchall())
+                return connection.execute(sa.text(sql), params).fetchall()
         finally:
             engine.dispose()
+
+    def hosts(self):
+        return dict(self.query('SELECT hostname, status FROM hosts'))
+
+    def sync_pending(self, hostname):
+        return [True] == [row[0] for row in self.query(
+            'SELECT sync_pending FROM hosts WHERE hostname = :h',
+            h=hostname)]
 
     def providers(self):
         response = daemons.wait_for_http(
             self.base + '/placement/resource_providers',
-            headers={'X-Auth-Token': 'admin'})
+            headers={'X-Auth-Token': 'admin',
+                     'OpenStack-API-Version': 'placement 1.14'})
         self.assertEqual(200, response.status_code)
         return {rp['name']: rp for rp in response.json()['resource_providers']}
 
@@ -56,7 +68,8 @@ class AllInOneTest(testtools.TestCase):
         self.assertEqual(self.base + '/v2/',
                          response.json()['links'][0]['href'])
         root = daemons.wait_for_http(self.base + '/').json()
-        self.assertEqual('2.5', root['default_version']['max_version'])
+        self.assertEqual(microversion.VERSIONS[-1][0],
+                         root['default_version']['max_version'])
         # Its own agent said hello to its own conductor.
         wait_for(lambda: self.hosts().get('aio-test-host') == 'up')
         # Without Nova the all-in-one made the compute node provider
@@ -64,6 +77,41 @@ class AllInOneTest(testtools.TestCase):
         provider = self.providers()['aio-test-host']
         self.assertEqual(aio_service.compute_node_uuid('aio-test-host'),
                          provider['uuid'])
+        self.assertEqual(0, aio.terminate())
+
+    def create_provider(self, name, uuid):
+        """A root provider, made as nova-compute makes its own."""
+        response = requests.post(
+            self.base + '/placement/resource_providers',
+            json={'name': name, 'uuid': uuid},
+            headers={'X-Auth-Token': 'admin',
+                     'OpenStack-API-Version': 'placement 1.20'}, timeout=10)
+        self.assertEqual(200, response.status_code, response.text)
+
+    def test_with_nova_the_compute_node_is_novas(self):
+        # A Nova is configured: the all-in-one leaves the compute node
+        # provider to nova-compute, which gives it its own uuid, and hangs
+        # the accelerators under it once it exists.
+        config = daemons.write_config(os.path.join(self.tmp, 'aio.conf'), {
+            'DEFAULT': {'host': 'aio-nova-host'},
+            'conductor': {'placement_retry_interval': 1},
+            'nova': {'auth_type': 'admin_token', 'token': 'nova',
+                     'endpoint': 'http://127.0.0.1:%d/v2.1' %
+                     daemons.free_port()}})
+        aio = self.start('--config-file', config)
+        wait_for(lambda: self.hosts().get('aio-nova-host') == 'up')
+        # Its report came and found no compute node to sync under.
+        wait_for(lambda: self.sync_pending('aio-nova-host'))
+        self.assertEqual({}, self.providers())
+        nova_uuid = str(uuid.uuid4())
+        self.create_provider('aio-nova-host', nova_uuid)
+        children = wait_for(lambda: [
+            rp for rp in self.providers().values()
+            if rp['parent_provider_uuid'] == nova_uuid], timeout=30)
+        self.assertEqual(1, len(children))
+        self.assertEqual(nova_uuid, children[0]['root_provider_uuid'])
+        self.assertEqual(2, len(self.providers()))
+        wait_for(lambda: not self.sync_pending('aio-nova-host'))
         self.assertEqual(0, aio.terminate())
 
     def test_restart_keeps_state(self):

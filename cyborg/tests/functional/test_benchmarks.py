@@ -38,6 +38,11 @@ class APIBenchmarkTest(testtools.TestCase):
         for key in ('p50_ms', 'p99_ms'):
             self.assertGreater(numbers['list'][key], 0)
             self.assertGreater(numbers['cycle_concurrent'][key], 0)
+        # Its Nova got one event per boot (one ARQ each), in no more
+        # requests than boots.
+        self.assertEqual((9, 9), (numbers['booted'], numbers['nova_events']))
+        self.assertLessEqual(numbers['nova_event_posts'], 9)
+        self.assertGreater(numbers['cycle_sequential_server_cpu_ms'], 0)
 
 
 class ReportStormBenchmarkTest(testtools.TestCase):
@@ -57,9 +62,26 @@ class ReportStormBenchmarkTest(testtools.TestCase):
         self.assertGreater(numbers['db_writes_first'], 0)
         # Three providers per host: created, inventory, traits.
         self.assertGreaterEqual(numbers['placement_requests_first'], 6 * 9)
-        # An unchanged report costs nothing.
-        self.assertEqual(0, numbers['db_writes_unchanged'])
+        # An unchanged report writes no device row and calls no
+        # Placement; its new sequence is recorded, one UPDATE per host
+        # (so that a report sent before it, delivered late, is refused).
+        self.assertEqual(6, numbers['db_writes_unchanged'])
         self.assertEqual(0, numbers['placement_requests_unchanged'])
+
+
+    def test_small_storm_with_placement_workers(self):
+        transport = services.require(self, 'rabbit')
+        database = services.require(self, 'mysql')
+        numbers = run_bench(self, 'report_storm', '--hosts', '4',
+                            '--devices', '2', '--threads', '4',
+                            '--placement-workers', '2',
+                            '--db-url', database, '--transport-url',
+                            transport)
+        self.assertEqual(('2 workers', 4), (numbers['placement'],
+                                            numbers['hosts']))
+        # Both workers' requests are counted: three per provider at
+        # least (created, inventory, traits).
+        self.assertGreaterEqual(numbers['placement_requests_first'], 4 * 6)
 
 
 class AgentBenchmarkTest(testtools.TestCase):

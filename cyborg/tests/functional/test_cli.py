@@ -17,7 +17,7 @@ import testtools
 import yaml
 
 from cyborg.cli import accelerators
-from cyborg.tests.functional import test_clients
+from cyborg.tests.functional import clients
 
 CYBORG = os.path.join(os.path.dirname(sys.executable), 'cyborg')
 ADMIN = {'X-Auth-Token': 'admin'}
@@ -33,7 +33,7 @@ class _CliTest(testtools.TestCase):
             self.fail('%s is missing: install cyborg (pip install -e .) so '
                       'its console scripts exist' % CYBORG)
         self.home = self.useFixture(fixtures.TempDir()).path
-        self.aio = self.useFixture(test_clients._AllInOne(self))
+        self.aio = self.useFixture(clients.AllInOne(self))
         self.aio.wait_for_deployables()
         devices = requests.get(self.aio.base + '/v2/devices', headers=ADMIN,
                                timeout=30).json()['devices']
@@ -77,11 +77,28 @@ class _CliTest(testtools.TestCase):
 
 
 class AcceleratorCommandsTest(_CliTest):
-    """The v1 accelerators: the all-in-one's fake card is one
-    deployable, so one accelerator."""
+    """The v1 accelerators: the all-in-one's fake card is one deployable
+    of 16 accelerator units."""
+
+    def card(self):
+        """The fake card's row in accelerator-list."""
+        [card] = [row for row in self.cyborg_json('accelerator-list')
+                  if row['spec_version'] is None]
+        return card
+
+    def test_discovered_card_is_listed(self):
+        # The agent proposal: what the agent found is listed, ready here
+        # ([agent] new_device_state = ready, the all-in-one's default).
+        [card] = self.cyborg_json('accelerator-list')
+        self.assertEqual(('ready', 'FPGA', self.hostname, 16, None), (
+            card['state'], card['device_type'], card['host'], card['free'],
+            card['spec_version']))
+        self.assertEqual(card['uuid'], self.cyborg_json(
+            'accelerator-show', card['uuid'])['deployable_uuid'])
+        self.assertIn('POST /v1/accelerators', self.fails(
+            'accelerator-attach', card['uuid'], status=409))
 
     def test_create_list_show_update(self):
-        self.assertEqual([], self.cyborg_json('accelerator-list'))
         acc_uuid = str(uuid.uuid4())
         created = self.cyborg_json('accelerator-create', 'cli-acc',
                                    '--uuid', acc_uuid)
@@ -92,15 +109,18 @@ class AcceleratorCommandsTest(_CliTest):
                           created['acc_specs']['device_type']))
         self.assertIn('already exists', self.fails(
             'accelerator-create', 'cli-acc', status=409))
-        self.assertIn('No free deployable', self.fails(
-            'accelerator-create', 'cli-other', status=409))
+        # The card has 16 accelerators: another name gets another one.
+        self.assertEqual('available', self.cyborg_json(
+            'accelerator-create', 'cli-other')['state'])
+        self.assertEqual(14, self.card()['free'])
         self.check_list_formats(acc_uuid)
         self.check_show(acc_uuid)
         self.check_update(acc_uuid)
 
     def check_list_formats(self, acc_uuid):
-        [row] = self.cyborg_json('accelerator-list')
+        row, _other, card = self.cyborg_json('accelerator-list')
         self.assertEqual(list(accelerators.LIST_FIELDS), list(row))
+        self.assertEqual((None, 14), (row['free'], card['free']))
         self.assertEqual((acc_uuid, 'FPGA', None),
                          (row['uuid'], row['device_type'],
                           row['instance_uuid']))
@@ -110,14 +130,15 @@ class AcceleratorCommandsTest(_CliTest):
         self.assertEqual(
             [acc_uuid, 'cli-acc', 'available', 'FPGA', self.hostname],
             self.cyborg('accelerator-list', '-f', 'value').split()[:5])
-        self.assertEqual([row], yaml.safe_load(
+        self.assertEqual([row, _other, card], yaml.safe_load(
             self.cyborg('accelerator-list', '-f', 'yaml')))
-        [header, values] = list(csv.reader(self.cyborg(
+        [header, values, _second, _card] = list(csv.reader(self.cyborg(
             'accelerator-list', '-f', 'csv').splitlines()))
         self.assertEqual(list(accelerators.LIST_FIELDS), header)
         self.assertEqual(acc_uuid, values[0])
-        self.assertEqual('cli-acc\n', self.cyborg(
-            'accelerator-list', '-c', 'name', '-f', 'value'))
+        self.assertEqual('cli-acc\ncli-other\n%s\n' % card['name'],
+                         self.cyborg('accelerator-list', '-c', 'name', '-f',
+                                     'value'))
 
     def check_show(self, acc_uuid):
         shown = yaml.safe_load(self.cyborg('accelerator-show', acc_uuid,
@@ -184,14 +205,22 @@ class AcceleratorCommandsTest(_CliTest):
         self.fails('accelerator-detach', str(uuid.uuid4()), status=404)
         self.fails('accelerator-attach', acc_uuid, '--instance', 'nope',
                    status=400)
-        # Neither or both of --instance and --host: argparse's exit 2.
-        self.assertEqual(2, self.run_cli('accelerator-attach',
-                                         acc_uuid).returncode)
+        # Neither: the host it is on (the API proposal's attach).
+        attached = self.cyborg_json('accelerator-attach', acc_uuid)
+        self.assertEqual(('attached', self.hostname, None),
+                         (attached['state'], attached['attached_host'],
+                          attached['instance_uuid']))
+        # Both: argparse's exit 2.
+        self.assertEqual(2, self.run_cli(
+            'accelerator-attach', acc_uuid, '--host', 'h', '--instance',
+            str(uuid.uuid4())).returncode)
 
     def test_authentication_and_endpoint(self):
         self.assertIn('--os-endpoint', self.fails('accelerator-list',
                                                   OS_ENDPOINT=None))
-        self.assertEqual([], self.cyborg_json(
+        listed = self.cyborg_json('accelerator-list')
+        self.assertEqual(1, len(listed))
+        self.assertEqual(listed, self.cyborg_json(
             '--os-endpoint', self.aio.base + '/v2', 'accelerator-list',
             OS_ENDPOINT=None))
         self.assertIn('Policy does not allow', self.fails(
@@ -213,10 +242,10 @@ class AcceleratorCommandsTest(_CliTest):
                                  'token': 'admin'}},
                 'other': {'auth': {'auth_url': 'http://127.0.0.1:9/v3'}}}},
                 f)
-        self.assertEqual([], self.cyborg_json(
+        self.assertEqual(listed, self.cyborg_json(
             '--os-cloud', 'aio', 'accelerator-list', OS_ENDPOINT=None,
             OS_CLIENT_CONFIG_FILE=clouds))
-        self.assertEqual([], self.cyborg_json(
+        self.assertEqual(listed, self.cyborg_json(
             'accelerator-list', OS_ENDPOINT=None, OS_CLOUD='aio',
             OS_CLIENT_CONFIG_FILE=clouds))
         self.assertIn('nowhere', self.fails(
@@ -295,9 +324,16 @@ class OperationCommandsTest(_CliTest):
                                          '--host', self.hostname))
         self.assertNotIn('fake_driver', [d['name'] for d in self.cyborg_json(
             'driver-list', '--host', self.hostname)])
+        # Its card left accelerator-list with it.
+        self.assertEqual([], self.cyborg_json('accelerator-list'))
         self.fails('uninstall-driver', 'fake_driver', status=404)
         installed = self.cyborg_json('install-driver', 'fake_driver',
                                      '--host', self.hostname)
         self.assertEqual([(self.hostname, 'fake_driver', 'READY')],
                          [(d['host'], d['name'], d['status'])
                           for d in installed])
+        # The agent reported before install-driver answered: the card is
+        # in accelerator-list at once, no waiting for a rescan.
+        self.assertEqual([(self.hostname, 'ready', 16)], [
+            (a['host'], a['state'], a['free'])
+            for a in self.cyborg_json('accelerator-list')])

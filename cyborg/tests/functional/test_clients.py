@@ -1,136 +1,201 @@
-"""The real clients against ``cyborg-aio`` as a user starts it:
-openstacksdk's accelerator proxy, ``openstack accelerator ...``
-(python-openstackclient with python-cyborgclient) and Nova's boot
-sequence on the wire. Authentication is the all-in-one's noauth: the
-token ``admin`` is the cloud admin; Nova sends a service token's roles.
+"""openstacksdk's accelerator proxy, every public method of it, against
+``cyborg-aio`` with connections made from a ``clouds.yaml`` as users
+make them, with the roles that would call each method (see
+``clients``); and Nova's boot sequence on the wire.
 """
 
-import json
-import os
-import subprocess
-import sys
-import time
-import uuid
-
-import fixtures
-from keystoneauth1 import session as ks_session
-from keystoneauth1 import token_endpoint
-import openstack
+from keystoneauth1 import exceptions as ks_exceptions
+from openstack.accelerator.v2 import _proxy
+from openstack import exceptions as sdk_exceptions
+from openstack import proxy as sdk_proxy
 import requests
 import testtools
 
-from cyborg.tests.functional import daemons
+from cyborg.tests.functional import clients
 from cyborg.tests.functional import nova
 
-GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}
+GROUP = clients.GROUP
+HTTP_ERRORS = (sdk_exceptions.HttpException, ks_exceptions.HttpError)
 
 
-class _AllInOne(fixtures.Fixture):
-    """``cyborg-aio`` on a free port, until the test ends."""
-
-    def __init__(self, test):
-        super().__init__()
-        self.test = test
-
-    def _setUp(self):
-        tmp = self.useFixture(fixtures.TempDir()).path
-        self.port = daemons.free_port()
-        self.base = 'http://127.0.0.1:%d' % self.port
-        config = daemons.write_config(os.path.join(tmp, 'aio.conf'), {
-            'DEFAULT': {'host': 'clients-%s' % uuid.uuid4().hex[:8]}})
-        self.daemon = daemons.Daemon(
-            self.test, 'aio', ['--port', str(self.port), '--state-dir',
-                               os.path.join(tmp, 'state'), '--config-file',
-                               config], os.path.join(tmp, 'aio.log'))
-        daemons.wait_for_http(self.base + '/v2', daemon=self.daemon)
-
-    def wait_for_deployables(self, timeout=60):
-        """The all-in-one's own agent reports its fake card at start."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            response = requests.get(self.base + '/v2/deployables',
-                                    headers={'X-Auth-Token': 'admin'},
-                                    timeout=10)
-            if response.status_code == 200 and response.json()[
-                    'deployables']:
-                return response.json()['deployables']
-            time.sleep(0.2)
-        raise AssertionError('the agent never reported its devices:\n%s'
-                             % self.daemon.output())
+def proxy_methods():
+    """The public methods openstacksdk's accelerator proxy defines."""
+    inherited = set(dir(sdk_proxy.Proxy))
+    return {name for name, value in vars(_proxy.Proxy).items()
+            if callable(value) and not name.startswith('_')
+            and name not in inherited}
 
 
-class ClientsTest(testtools.TestCase):
+class _Recording:
+    """A proxy that remembers which of its methods were called."""
+
+    def __init__(self, proxy, called):
+        self._proxy = proxy
+        self._called = called
+
+    def __getattr__(self, name):
+        self._called.add(name)
+        return getattr(self._proxy, name)
+
+
+def status_of(error):
+    """The HTTP status of an openstacksdk or keystoneauth error."""
+    return getattr(error, 'status_code', None) or getattr(
+        error, 'http_status', None)
+
+
+class SDKTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.aio = self.useFixture(_AllInOne(self))
-        self.deployables = self.aio.wait_for_deployables()
+        self.aio = self.useFixture(clients.AllInOne(self))
+        self.called = set()
 
-    def sdk(self, **headers):
-        auth = token_endpoint.Token(self.aio.base, 'admin')
-        session = ks_session.Session(auth=auth, additional_headers=headers)
-        return openstack.connection.Connection(
-            session=session, accelerator_endpoint_override=self.aio.base)
+    def sdk(self, cloud, version=None):
+        return _Recording(self.aio.sdk(cloud, version).accelerator,
+                          self.called)
 
-    def osc(self, *args):
-        """``openstack <args> -f json`` as an operator runs it."""
-        command = [os.path.join(os.path.dirname(sys.executable),
-                                'openstack'),
-                   '--os-auth-type', 'admin_token', '--os-token', 'admin',
-                   '--os-endpoint', self.aio.base, *args]
-        result = subprocess.run(command, capture_output=True, text=True,
-                                timeout=120,
-                                env=dict(os.environ, PYTHONWARNINGS='ignore'))
-        self.assertEqual(0, result.returncode,
-                         '%s:\n%s%s' % (' '.join(args), result.stdout,
-                                        result.stderr))
-        return json.loads(result.stdout) if result.stdout.strip() else None
+    def assert_refused(self, status, method, *args, **kwargs):
+        error = self.assertRaises(HTTP_ERRORS, method, *args, **kwargs)
+        self.assertEqual(status, status_of(error), repr(error))
+        return error
 
-    def test_openstacksdk_accelerator_proxy(self):
-        accelerator = self.sdk().accelerator
-        name = 'sdk-%s' % uuid.uuid4().hex[:6]
-        created = accelerator.create_device_profile(name=name,
-                                                    groups=[GROUP])
-        self.assertEqual(name, created.name)
-        self.assertIn(name, [p.name for p in accelerator.device_profiles()])
-        fetched = accelerator.get_device_profile(created.uuid)
-        self.assertEqual([GROUP], fetched.groups)
-        names = {d.name for d in accelerator.deployables()}
-        self.assertEqual({d['name'] for d in self.deployables}, names)
-        self.assertTrue(list(accelerator.devices()))
-        accelerator.delete_device_profile(created.uuid)
-        self.assertNotIn(name,
-                         [p.name for p in accelerator.device_profiles()])
+    def test_every_proxy_method(self):
+        admin, member = self.sdk('admin'), self.sdk('member')
+        uuid = self.device_profiles(admin, member)
+        self.deployables(admin, member)
+        self.devices(admin, member)
+        self.attributes(admin, member)
+        self.accelerator_requests(admin, member)
+        admin.delete_device_profile(uuid)
+        self.assertEqual(404, self.aio.api(
+            'GET', '/v2/device_profiles/' + uuid).status_code)
+        self.assertEqual(proxy_methods(), self.called,
+                         'methods of the accelerator proxy no step calls')
 
-    def test_openstack_accelerator_commands(self):
-        name = 'osc-%s' % uuid.uuid4().hex[:6]
-        self.osc('accelerator', 'device', 'profile', 'create', name,
-                 json.dumps([GROUP]), '-f', 'json')
-        listed = self.osc('accelerator', 'device', 'profile', 'list',
-                          '-f', 'json')
-        self.assertIn(name, [p['name'] for p in listed])
-        shown = self.osc('accelerator', 'device', 'profile', 'show',
-                         [p['uuid'] for p in listed
-                          if p['name'] == name][0], '-f', 'json')
-        self.assertEqual(name, shown['name'])
-        deployables = self.osc('accelerator', 'deployable', 'list',
-                               '-f', 'json')
-        self.assertEqual(len(self.deployables), len(deployables))
-        devices = self.osc('accelerator', 'device', 'list', '-f', 'json')
-        self.assertTrue(devices)
-        arqs = self.osc('accelerator', 'arq', 'create', name, '-f', 'json')
-        self.assertTrue(arqs)
-        self.assertTrue(self.osc('accelerator', 'arq', 'list', '-f',
-                                 'json'))
+    def device_profiles(self, admin, member):
+        made = admin.create_device_profile(name='sdk-dp', groups=[GROUP],
+                                           description='made by the sdk')
+        self.assertEqual(('sdk-dp', [GROUP]), (made.name, made.groups))
+        self.assertIn(made.uuid, [p.uuid for p in member.device_profiles()])
+        self.assertEqual([GROUP], member.get_device_profile(made.uuid).groups)
+        # By name from 2.2 (as upstream); the SDK's default is 2.0.
+        self.assert_refused(406, member.get_device_profile, 'sdk-dp')
+        self.assertEqual(made.uuid, self.sdk('member', '2.3')
+                         .get_device_profile('sdk-dp').uuid)
+        self.assert_refused(403, member.create_device_profile, name='x',
+                            groups=[GROUP])
+        self.assert_refused(403, member.delete_device_profile, made.uuid)
+        return made.uuid
+
+    def deployables(self, admin, member):
+        [expected] = self.aio.deployables
+        [listed] = admin.deployables()
+        self.assertEqual(expected['uuid'], listed.id)
+        self.assertEqual(expected['name'],
+                         admin.get_deployable(expected['uuid']).name)
+        patch = [{'path': '/program', 'op': 'replace',
+                  'value': [{'image_uuid': self.aio.image['id']}]}]
+        self.assert_refused(403, member.patch_deployable, expected['uuid'],
+                            patch)
+        admin.patch_deployable(expected['uuid'], patch)
+        self.assertEqual(self.aio.image['id'], self.aio.api(
+            'GET', '/v2/deployables/' + expected['uuid']).json()[
+                'bitstream_id'])
+        # openstacksdk 4.22's update_deployable calls itself: it cannot
+        # reach any server. When a release fixes it, this fails: check
+        # what it sends then.
+        self.assertRaises(RecursionError, admin.update_deployable,
+                          expected['uuid'], patch)
+
+    def devices(self, admin, member):
+        [device] = admin.devices()
+        self.assertEqual(('FPGA', self.aio.hostname),
+                         (device.type, device.hostname))
+        self.assertIsNone(admin.get_device(device.uuid).status)
+        self.assert_refused(403, member.get_device, device.uuid)
+        at_2_3 = self.sdk('admin', '2.3')
+        self.assertEqual('enabled', at_2_3.get_device(device.uuid).status)
+        # openstacksdk does not look at the answer to enable and disable:
+        # a refusal is silent, the device stays as it was.
+        member.disable_device(device.uuid)
+        self.assertEqual('enabled', at_2_3.get_device(device.uuid).status)
+        admin.disable_device(device.uuid)
+        self.assertEqual('maintaining',
+                         at_2_3.get_device(device.uuid).status)
+        admin.enable_device(device.uuid)
+        self.assertEqual('enabled', at_2_3.get_device(device.uuid).status)
+
+    def attributes(self, admin, member):
+        # The deployable's id is known from its attributes.
+        deployable_id = next(iter(admin.attributes())).deployable_id
+        made = admin.create_attribute(deployable_id=deployable_id,
+                                      key='owner', value='team-a')
+        self.assertEqual(('owner', 'team-a'), (made.key, made.value))
+        self.assertIn(made.uuid, [a.uuid for a in admin.attributes()])
+        self.assertEqual('team-a', admin.get_attribute(made.uuid).value)
+        self.assert_refused(403, lambda: list(member.attributes()))
+        self.assert_refused(403, member.delete_attribute, made.uuid)
+        admin.delete_attribute(made.uuid)
+        self.assert_refused(404, admin.get_attribute, made.uuid)
+
+    def bind_patch(self, instance):
+        return [{'op': 'add', 'path': '/hostname',
+                 'value': self.aio.hostname},
+                {'op': 'add', 'path': '/device_rp_uuid',
+                 'value': self.aio.deployables[0]['rp_uuid']},
+                {'op': 'add', 'path': '/instance_uuid', 'value': instance}]
+
+    def accelerator_requests(self, admin, member):
+        nova_sdk, other = self.sdk('nova'), self.sdk('other')
+        arq = member.create_accelerator_request(device_profile_name='sdk-dp')
+        self.assertEqual(('Initial', clients.PROJECT),
+                         (arq.state, self.aio.api(
+                             'GET', '/v2/accelerator_requests/' + arq.uuid)
+                          .json()['project_id']))
+        self.assertIn(arq.uuid, [a.uuid for a in
+                                 member.accelerator_requests()])
+        self.assertNotIn(arq.uuid, [a.uuid for a in
+                                    other.accelerator_requests()])
+        self.assert_refused(404, other.get_accelerator_request, arq.uuid)
+        instance = '5c3f7a3e-0d4b-4b8e-9a52-1f6e0c2d7b90'
+        patch = self.bind_patch(instance)
+        self.assert_refused(403, member.patch_accelerator_request, arq.uuid,
+                            patch)
+        nova_sdk.patch_accelerator_request(arq.uuid, patch)
+        bound = member.wait_for_status(member.get_accelerator_request(
+            arq.uuid), 'Bound', attribute='state', wait=30)
+        self.assertEqual(instance, bound.instance_uuid)
+        self.assert_refused(403, member.delete_accelerator_request, arq.uuid)
+        # The deprecated spelling of the same PATCH: unbind.
+        nova_sdk.update_accelerator_request(
+            arq.uuid, [{'op': 'remove', 'path': '/hostname'}])
+        self.assertEqual('Unbound',
+                         member.get_accelerator_request(arq.uuid).state)
+        self.assert_refused(404, other.delete_accelerator_request, arq.uuid,
+                            ignore_missing=False)
+        member.delete_accelerator_request(arq.uuid)
+        member.wait_for_delete(arq, wait=30)
+        self.assert_refused(404, member.get_accelerator_request, arq.uuid)
+        # A bound ARQ goes with the service token, as Nova deletes it.
+        again = member.create_accelerator_request(
+            device_profile_name='sdk-dp')
+        nova_sdk.patch_accelerator_request(again.uuid, self.bind_patch(
+            '6d4e8b4f-1e5c-4c9f-8b63-2a7f1d3e8ca1'))
+        nova_sdk.delete_accelerator_request(again.uuid)
+        self.assertEqual([], list(admin.accelerator_requests()))
+
+
+class NovaBootTest(testtools.TestCase):
 
     def test_nova_boot_sequence(self):
-        name = 'nova-%s' % uuid.uuid4().hex[:6]
+        aio = self.useFixture(clients.AllInOne(self))
         response = requests.post(
-            self.aio.base + '/v2/device_profiles', timeout=30,
+            aio.base + '/v2/device_profiles', timeout=30,
             headers={'X-Auth-Token': 'admin'},
-            json=[{'name': name, 'groups': [GROUP]}])
+            json=[{'name': 'nova-dp', 'groups': [GROUP]}])
         self.assertEqual(201, response.status_code, response.text)
         _instance, bound = nova.boot_and_delete(
-            self, self.aio.base, name, 'aio', self.deployables[0]['rp_uuid'])
+            self, aio.base, 'nova-dp', 'aio', aio.deployables[0]['rp_uuid'])
         self.assertEqual('TEST_PCI', bound[0]['attach_handle_type'])
         self.assertIn('bus', bound[0]['attach_handle_info'])

@@ -8,9 +8,11 @@ import fixtures
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 import openstack
+from oslo_utils import uuidutils
 import requests
 
 from cyborg.common import context
+from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import hosts as db_hosts
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
@@ -28,12 +30,16 @@ class _Daemons:
     def setUp(self):
         super().setUp()
         self.tmp = self.useFixture(fixtures.TempDir()).path
-        self.transport_url = services.require(self, 'rabbit')
+        self.transport_url = self.broker_url()
         self.db = self.useFixture(cyborg_fixtures.Database(
             self, self.backend, schema=self.schema))
         self.ctx = context.get_admin_context()
 
     schema = 'migrations'
+
+    def broker_url(self):
+        """The broker the daemons use: the shared RabbitMQ."""
+        return services.require(self, 'rabbit')
 
     def config(self, name, host, **sections):
         values = {
@@ -65,12 +71,24 @@ class _Daemons:
             return None
 
 
+def children(pid):
+    """The pids of the child processes of ``pid``."""
+    found = []
+    for task in os.listdir('/proc/%d/task' % pid):
+        with open('/proc/%d/task/%s/children' % (pid, task)) as f:
+            found.extend(int(child) for child in f.read().split())
+    return found
+
+
 class _LivenessTests(_Daemons):
 
     def test_agent_registers_and_liveness_follows_it(self):
         conductor = self.start('conductor', 'ctl-1')
         agent = self.start('agent', 'cmp-1')
         wait_for(lambda: self.status('cmp-1') == 'up', timeout=30)
+        # Each serves from one process: no launcher forks a worker.
+        self.assertEqual([], children(conductor.process.pid))
+        self.assertEqual([], children(agent.process.pid))
         agent.kill()
         wait_for(lambda: self.status('cmp-1') == 'down', timeout=30)
         self.assertTrue(conductor.running())
@@ -88,10 +106,10 @@ class DaemonsPostgreSQLTest(_LivenessTests, base.TestCase):
     backend = 'postgresql'
 
 
-class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
-    """Nova's boot sequence against cyborg-api, cyborg-conductor and
-    cyborg-agent as separate processes on RabbitMQ and MariaDB, with the
-    real Placement and a stand-in Nova that records the events."""
+class NovaStack(_Daemons):
+    """cyborg-api, cyborg-conductor and cyborg-agent as separate processes
+    on RabbitMQ and MariaDB, with the real Placement and a stand-in Nova
+    that records the events."""
 
     backend = 'mysql'
 
@@ -112,21 +130,22 @@ class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
         self.assertEqual(200, response.status_code, response.text)
         return [d for d in response.json()['deployables'] if d['rp_uuid']]
 
-    def test_nova_boot_sequence(self):
+    def start_stack(self):
+        """Placement, a stand-in Nova, cyborg-conductor, cyborg-api and
+        the agent of a host; returns (its first provider, a profile)."""
         self.placement = self.useFixture(placement_fixture.Placement(
             self.conf))
         self.nova = nova.StandInNova().start(self)
         self.api_port = daemons.free_port()
         self.base = 'http://127.0.0.1:%d' % self.api_port
-        hostname = 'cmp-%s' % os.path.basename(self.tmp)[-8:]
+        self.hostname = 'cmp-%s' % os.path.basename(self.tmp)[-8:]
         # Nova made the compute node provider the devices hang under.
-        self.placement.create_compute_node(hostname)
-        self.start('conductor', 'ctl-1')
+        self.placement.create_compute_node(self.hostname)
+        self.conductor = self.start('conductor', 'ctl-1')
         api = self.start('api', 'api-1')
-        self.start('agent', hostname)
+        self.start('agent', self.hostname)
         daemons.wait_for_http(self.base + '/v2', daemon=api)
         wait_for(self.deployables, timeout=60)
-        rp_uuid = self.deployables()[0]['rp_uuid']
         profile = 'daemons-%s' % os.path.basename(self.tmp)[-6:]
         response = requests.post(
             self.base + '/v2/device_profiles', timeout=30,
@@ -135,6 +154,15 @@ class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
                 'resources:FPGA': '1',
                 'trait:CUSTOM_FAKE_DEVICE': 'required'}]}])
         self.assertEqual(201, response.status_code, response.text)
+        return self.deployables()[0]['rp_uuid'], profile
+
+
+class NovaBootOnDaemonsTest(NovaStack, base.TestCase):
+    """Nova's boot sequence against the daemons."""
+
+    def test_nova_boot_sequence(self):
+        rp_uuid, profile = self.start_stack()
+        hostname = self.hostname
 
         # openstacksdk's accelerator proxy sees what the agent reported.
         sdk = openstack.connection.Connection(
@@ -146,7 +174,8 @@ class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
         self.assertIn(profile, [p.name for p in sdk.device_profiles()])
 
         instance, bound = nova.boot_and_delete(self, self.base, profile,
-                                               hostname, rp_uuid)
+                                               hostname, rp_uuid,
+                                               nova=self.nova)
 
         self.assertEqual(hostname, bound[0]['hostname'])
         self.assertEqual(rp_uuid, bound[0]['device_rp_uuid'])
@@ -157,15 +186,49 @@ class NovaBootOnDaemonsTest(_Daemons, base.TestCase):
             self.assertEqual(('accelerator-request-bound', 'completed'),
                              (event['name'], event['status']))
 
+    def test_a_killed_conductor_leaves_no_event_unsent(self):
+        rp_uuid, profile = self.start_stack()
+        arqs_url = self.base + nova.ARQS
+        [arq] = requests.post(arqs_url, timeout=30,
+                              headers=nova.USER_AND_SERVICE,
+                              json={'device_profile_name': profile}
+                              ).json()['arqs']
+        instance = uuidutils.generate_uuid()
+        # Nova holds the event's request: the bind is answered anyway.
+        self.nova.gate.clear()
+        response = requests.patch(arqs_url, timeout=30,
+                                  headers=nova.USER_AND_SERVICE,
+                                  json={arq['uuid']: [
+                                      {'op': 'add', 'path': path,
+                                       'value': value}
+                                      for path, value in (
+                                          ('/hostname', self.hostname),
+                                          ('/device_rp_uuid', rp_uuid),
+                                          ('/instance_uuid', instance))]})
+        self.assertEqual(202, response.status_code, response.text)
+        self.nova.wait(lambda: self.nova.held == 1)
+        # The conductor dies before it hears Nova took the event.
+        self.conductor.kill()
+        self.nova.gate.set()
+        stored = db_arqs.get(self.ctx, arq['uuid'])
+        self.assertEqual(('Bound', False),
+                         (stored.state, stored.nova_notified))
+        # Its successor sends it again as it starts, and remembers.
+        self.start('conductor', 'ctl-1')
+        self.nova.wait_events(instance, 2, timeout=60)
+        wait_for(lambda: db_arqs.get(self.ctx, arq['uuid']).nova_notified,
+                 timeout=30)
+        self.assertEqual([(arq['uuid'], 'completed')] * 2,
+                         [(e['tag'], e['status'])
+                          for e in self.nova.events_of(instance)])
 
-class AgentRescanOnDaemonsTest(test_agent_rescan.InventoryView, _Daemons,
-                               base.TestCase):
-    """cyborg-agent on a captured sysfs tree and cyborg-conductor as
-    processes, on RabbitMQ and MariaDB with the real Placement: the tree
-    edited under the running agent reaches the database and Placement,
-    and a restarted agent sends no report for an unchanged host."""
 
-    backend = 'mysql'
+class SysfsDaemons(_Daemons):
+    """Daemons whose agent reads the captured tree ``self.tree`` with
+    ``enabled_drivers``, each second, and whose conductor uses the real
+    Placement ``self.placement``."""
+
+    enabled_drivers = 'nvidia_gpu_driver,intel_qat_driver'
 
     def config(self, name, host, **sections):
         sections.setdefault('placement', {
@@ -174,8 +237,18 @@ class AgentRescanOnDaemonsTest(test_agent_rescan.InventoryView, _Daemons,
         sections.setdefault('agent', {
             'heartbeat_interval': 1, 'rescan_interval': 1,
             'sysfs_root': self.tree.root,
-            'enabled_drivers': 'nvidia_gpu_driver,intel_qat_driver'})
+            'enabled_drivers': self.enabled_drivers})
         return super().config(name, host, **sections)
+
+
+class AgentRescanOnDaemonsTest(test_agent_rescan.InventoryView, SysfsDaemons,
+                               base.TestCase):
+    """cyborg-agent on a captured sysfs tree and cyborg-conductor as
+    processes, on RabbitMQ and MariaDB with the real Placement: the tree
+    edited under the running agent reaches the database and Placement,
+    and a restarted agent sends no report for an unchanged host."""
+
+    backend = 'mysql'
 
     def test_tree_edits_and_restart(self):
         self.placement = self.useFixture(placement_fixture.Placement(

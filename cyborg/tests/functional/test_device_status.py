@@ -83,7 +83,7 @@ class DeviceStatusTest(_HostWithFakeCard):
             self.assertEqual([self.hostname],
                              db_hosts.sync_pending_hosts(self.ctx))
         self.assertEqual(0, self.inventory()['reserved'])
-        self.status.retry_pending(self.ctx)
+        self.status.placement.retry_pending(self.ctx)
         self.assertEqual(16, self.inventory()['reserved'])
         self.assertEqual([], db_hosts.sync_pending_hosts(self.ctx))
 

@@ -4,6 +4,7 @@ conductor records the host, its drivers and its liveness."""
 import time
 
 from oslo_utils import timeutils
+import sqlalchemy as sa
 
 from cyborg.agent import manager as agent_manager
 from cyborg.common import context
@@ -111,6 +112,32 @@ class _HelloTests:
         self.assertEqual(1, len(up))
         self.assertEqual('INFO', up[0]['priority'])
         self.assertEqual(1, len(self.events('cyborg.host.down')))
+
+    def statements(self):
+        """The SQL statements run from now on (BEGIN and COMMIT aside)."""
+        run = []
+
+        def record(_conn, _cursor, statement, *_args):
+            verb = statement.split()[0].upper()
+            if verb not in ('BEGIN', 'COMMIT', 'ROLLBACK'):
+                run.append(verb)
+        engine = db_hosts.db_api.get_engine()
+        sa.event.listen(engine, 'before_cursor_execute', record)
+        self.addCleanup(sa.event.remove, engine, 'before_cursor_execute',
+                        record)
+        return run
+
+    def test_idle_liveness_costs_one_statement_each(self):
+        db_hosts.record_hello(self.ctx, 'compute-6', 'compute-6', '1', [])
+        run = self.statements()
+        # A heartbeat of a host that is up: one UPDATE.
+        self.assertEqual('up', db_hosts.record_heartbeat(self.ctx,
+                                                         'compute-6'))
+        self.assertEqual(['UPDATE'], run)
+        del run[:]
+        # A liveness check that finds every host heard from: one SELECT.
+        self.assertEqual([], db_hosts.mark_silent_hosts_down(self.ctx, 60))
+        self.assertEqual(['SELECT'], run)
 
     def events(self, event_type):
         # Each entry: (context, message, priority, retry).

@@ -11,20 +11,35 @@ from cyborg.agent import manager as agent_manager
 from cyborg.common import context
 from cyborg.common import exception
 from cyborg.common import rpc
-from cyborg.conductor import devices as conductor_devices
 from cyborg.conductor import manager as conductor_manager
+from cyborg.conductor import placement_service
 from cyborg.conductor import placement_sync
+from cyborg.conductor import reconciler
 from cyborg.conductor import reporting
 from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
+from cyborg.db import hardware as db_hardware
 from cyborg.objects import driver_device as dd
+from cyborg.objects import hardware as hardware_obj
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import test_hello
 
 WRITES = ('INSERT', 'UPDATE', 'DELETE')
+
+
+def get_test_function(address='0000:3b:00.0', offered=False, **values):
+    """A HardwareFunction: by default a GPU the vGPU host driver runs."""
+    fields = dict(
+        address=address, vendor_id='10de', product_id='1eb8',
+        kernel_driver='nvidia', driver='nvidia_gpu_driver', offered=offered,
+        reason=None if offered else 'the vGPU host driver manages it',
+        action=None if offered else 'enable one of its types',
+        setup_required=not offered, reboot_required=False)
+    fields.update(values)
+    return hardware_obj.HardwareFunction(**fields)
 
 
 def get_test_device(hostname, function=0, num=16, rc='FPGA',
@@ -83,12 +98,15 @@ class _ReportingTests:
             result.append((words[0].upper(), table.strip('`"')))
         return sorted(result)
 
-    def report(self, devices):
-        digest = agent_manager.report_hash(devices)
+    def report(self, devices, seq=None, hardware=None):
+        digest = agent_manager.report_hash(devices, hardware)
         self.placement.requests()
         del self.writes[:]
         return digest, reporting.Reporting(self.conf).report(
-            self.ctx, self.hostname, devices, digest)
+            self.ctx, self.hostname, devices, digest, seq, hardware)
+
+    def state(self):
+        return db_hosts.get_report_state(self.ctx, self.hostname)
 
     def rows(self, model):
         with db_api.reader.using(self.ctx) as session:
@@ -151,10 +169,14 @@ class _ReportingTests:
         self.report(devices)
         self.placement.requests()
         del self.writes[:]
-        reporting.Reporting(self.conf).report(self.ctx, self.hostname,
-                                              devices, 'another-hash')
-        # Only the host's report bookkeeping changes.
-        self.assertEqual([('UPDATE', 'hosts')] * 2, self.tables_written())
+        self.assertEqual('another-hash', reporting.Reporting(
+            self.conf).report(self.ctx, self.hostname, devices,
+                              'another-hash'))
+        # Only the host's report bookkeeping changes, and Placement,
+        # synced to these rows, is not asked.
+        self.assertEqual([('UPDATE', 'hosts')], self.tables_written())
+        self.assertEqual([], self.placement.requests())
+        self.assertTrue(self.state().shows('another-hash'))
 
     def test_removed_device_and_its_provider_go(self):
         self.report([get_test_device(self.hostname),
@@ -203,8 +225,9 @@ class _ReportingTests:
             digest, accepted = self.report(devices)
         self.assertIsNone(accepted)
         self.assertEqual(1, len(self.host_deployables()))
-        self.assertIsNone(db_hosts.get_by_hostname(
-            self.ctx, self.hostname)[0].report_hash)
+        # The rows show the report, Placement does not.
+        self.assertEqual(digest, self.state().report_hash)
+        self.assertFalse(self.state().shows(digest))
         self.assertIsNone(self.provider('%s_dev0' % self.hostname))
         # The agent sends the same report again: the database has it
         # already, Placement catches up.
@@ -220,7 +243,7 @@ class _ReportingTests:
         old = [get_test_device(self.hostname, num=2)]
         new = [get_test_device(self.hostname, num=5)]
         ours = reporting.Reporting(self.conf)
-        sync_host = ours.sync.sync_host
+        sync_host = ours.placement.sync.sync_host
         calls = []
 
         def racing_then_down(*args):
@@ -237,20 +260,22 @@ class _ReportingTests:
                 method='GET', url='/resource_providers', status=503,
                 detail='down')
 
-        ours.sync.sync_host = racing_then_down
+        ours.placement.sync.sync_host = racing_then_down
         self.assertIsNone(ours.report(self.ctx, self.hostname, old,
                                       agent_manager.report_hash(old)))
         self.assertEqual(2, len(calls))
         # Nothing counts as shown; the host waits for the periodic retry,
         # which makes Placement show what the database has: the newer.
-        host = db_hosts.get_by_hostname(self.ctx, self.hostname)[0]
-        self.assertIsNone(host.report_hash)
+        self.assertFalse(self.state().shows(agent_manager.report_hash(new)))
         self.assertEqual([self.hostname],
                          db_hosts.sync_pending_hosts(self.ctx))
-        conductor_devices.Devices(self.conf).retry_pending(self.ctx)
+        placement_service.PlacementService(self.conf).retry_pending(
+            self.ctx)
         self.assertEqual({'FPGA': (5, 5)}, self.provider(
             '%s_dev0' % self.hostname)['inventories'])
         self.assertEqual([], db_hosts.sync_pending_hosts(self.ctx))
+        # The agent's resend of the newer is then answered at once.
+        self.assertTrue(self.state().shows(agent_manager.report_hash(new)))
 
     def test_removal_while_placement_down_caught_up(self):
         self.report([get_test_device(self.hostname),
@@ -333,12 +358,12 @@ class _ReportingTests:
                 '%s_dev%d' % (self.hostname, f))['inventories'])
 
     def test_inventories_one_by_one_without_reshaper(self):
-        sync = placement_sync.PlacementSync(self.conf)
-        sync._reshaper = False
+        service = placement_service.PlacementService(self.conf)
+        service.sync._reshaper = False
         devices = [get_test_device(self.hostname, function=f)
                    for f in range(2)]
         self.placement.requests()
-        reporting.Reporting(self.conf, sync=sync).report(
+        reporting.Reporting(self.conf, service).report(
             self.ctx, self.hostname, devices,
             agent_manager.report_hash(devices))
         self.assertEqual([('PUT', 'inventories')] * 2,
@@ -438,7 +463,7 @@ class _ReportingTests:
                                   conductor.batches.items))
         [call] = together.mock.call_args_list
         self.assertEqual(sorted(hosts),
-                         sorted(hostname for hostname, _d, _h in call[0][1]))
+                         sorted(hostname for hostname, *_rest in call[0][1]))
         for index, hostname in enumerate(hosts):
             self.assertEqual(
                 {'parent': self.roots[hostname],
@@ -458,7 +483,7 @@ class _ReportingTests:
     def test_a_bad_report_in_a_batch_fails_alone(self):
         good = self._more_hosts(2)
         bad = self.hostname
-        apply = reporting.HostReconciler.apply
+        apply = reconciler.HostReconciler.apply
 
         def apply_or_fail(reconciler, devices):
             if reconciler.hostname == bad:
@@ -466,7 +491,7 @@ class _ReportingTests:
             return apply(reconciler, devices)
 
         self.useFixture(fixtures.MockPatchObject(
-            reporting.HostReconciler, 'apply', apply_or_fail))
+            reconciler.HostReconciler, 'apply', apply_or_fail))
         conductor = reporting.Reporting(self.conf)
         reports = [(good[0], [get_test_device(good[0])]),
                    (bad, [get_test_device(bad)]),
@@ -479,6 +504,60 @@ class _ReportingTests:
             self.assertIsNotNone(self.provider(hostname + '_dev0'))
         self.assertIsNone(self.provider(bad + '_dev0'))
 
+    def test_a_report_older_than_one_applied_is_refused(self):
+        old = [get_test_device(self.hostname, num=2)]
+        new = [get_test_device(self.hostname, num=5)]
+        digest, accepted = self.report(new, seq=20)
+        self.assertEqual(digest, accepted)
+        # The older report, delivered late (through another conductor,
+        # after its agent gave up waiting), changes nothing.
+        _, accepted = self.report(old, seq=10)
+        self.assertIsNone(accepted)
+        self.assertEqual([5], [d.num_accelerators
+                               for d in self.host_deployables()])
+        self.assertTrue(self.state().shows(digest))
+        self.assertEqual(20, self.state().report_seq)
+        self.assertEqual({'FPGA': (5, 5)}, self.provider(
+            '%s_dev0' % self.hostname)['inventories'])
+        # A report without a sequence (an agent of an older release) is
+        # applied as it comes.
+        _, accepted = self.report(old)
+        self.assertEqual([2], [d.num_accelerators
+                               for d in self.host_deployables()])
+
+    def test_a_shown_report_sent_again_moves_the_sequence_on(self):
+        # The agent sent B (seq 20), gave up waiting, its hardware went
+        # back to A, and it sent A again (seq 30), which the database
+        # shows: answered at once. B, delivered after it, must not win.
+        a = [get_test_device(self.hostname, num=2)]
+        b = [get_test_device(self.hostname, num=5)]
+        digest, _ = self.report(a, seq=10)
+        _, accepted = self.report(a, seq=30)
+        self.assertEqual(digest, accepted)
+        self.assertEqual([('UPDATE', 'hosts')], self.tables_written())
+        self.assertEqual([], self.placement.requests())
+        self.assertEqual(30, self.state().report_seq)
+        _, accepted = self.report(b, seq=20)
+        self.assertIsNone(accepted)
+        self.assertEqual([2], [d.num_accelerators
+                               for d in self.host_deployables()])
+        # The same report with the same sequence (a duplicate message):
+        # no write at all.
+        _, accepted = self.report(a, seq=30)
+        self.assertEqual(digest, accepted)
+        self.assertEqual([], self.writes)
+
+    def test_of_two_reports_in_a_batch_the_higher_sequence_wins(self):
+        conductor = reporting.Reporting(self.conf)
+        old = [get_test_device(self.hostname, num=2)]
+        new = [get_test_device(self.hostname, num=5)]
+        outcomes = conductor._apply_batch([
+            reporting.Report(self.ctx, self.hostname, new,
+                             agent_manager.report_hash(new), 20),
+            reporting.Report(self.ctx, self.hostname, old,
+                             agent_manager.report_hash(old), 10)])
+        self.assertEqual([reporting.ALONE, reporting.Done(None)], outcomes)
+
     def test_of_two_reports_of_a_host_in_a_batch_the_newer_wins(self):
         conductor = reporting.Reporting(self.conf)
         old = [get_test_device(self.hostname, num=2)]
@@ -490,7 +569,7 @@ class _ReportingTests:
                              agent_manager.report_hash(new))])
         # The older is answered "not accepted"; the newer is applied by
         # its own caller (it is the batch's only changed report).
-        self.assertEqual([None, reporting.ALONE], outcomes)
+        self.assertEqual([reporting.Done(None), reporting.ALONE], outcomes)
         self.assertEqual([], self.writes)
 
     def test_devices_go_under_the_provider_the_agent_names(self):
@@ -513,6 +592,55 @@ class _ReportingTests:
         self.assertEqual(digest, accepted)
         self.assertEqual(self.root['uuid'], self.provider(
             '%s_dev0' % self.hostname)['parent'])
+
+    def test_hardware_list_is_kept_with_the_report(self):
+        devices = [get_test_device(self.hostname)]
+        gpu = get_test_function()
+        nic = get_test_function(
+            '0000:18:00.0', vendor_id='8086', product_id='1572',
+            kernel_driver='i40e', driver='intel_nic_driver',
+            reason='the host runs it', action='map it')
+        digest, accepted = self.report(devices, 1, [gpu, nic])
+        self.assertEqual(digest, accepted)
+        rows = db_hardware.get_all(self.ctx, self.hostname)
+        self.assertEqual([('0000:18:00.0', 'intel_nic_driver', False),
+                          ('0000:3b:00.0', 'nvidia_gpu_driver', False)],
+                         [(r['address'], r['driver'], r['offered'])
+                          for r in rows])
+        self.assertEqual(dict(host=self.hostname, **{
+            c: getattr(gpu, c) for c in db_hardware.COLUMNS}), rows[1])
+        # A decision that changed alone: the rows change, nothing else.
+        generation = self.state().generation
+        offered = get_test_function(offered=True, kernel_driver='vfio-pci')
+        digest, accepted = self.report(devices, 2, [offered, nic])
+        self.assertEqual(digest, accepted)
+        self.assertEqual(generation, self.state().generation)
+        self.assertEqual([], self.placement.requests())
+        self.assertEqual([('UPDATE', 'host_hardware'), ('UPDATE', 'hosts')],
+                         self.tables_written())
+        self.assertEqual([('0000:3b:00.0', True)], [
+            (r['address'], r['offered'])
+            for r in db_hardware.get_all(self.ctx, offered=True)
+            if r['host'] == self.hostname])
+        # The same report again writes nothing.
+        self.report(devices, 3, [offered, nic])
+        self.assertEqual([('UPDATE', 'hosts')], self.tables_written())
+        # A function no longer seen goes.
+        self.report(devices, 4, [nic])
+        self.assertEqual(['0000:18:00.0'], [
+            r['address'] for r in db_hardware.get_all(self.ctx,
+                                                      self.hostname)])
+
+    def test_a_report_without_hardware_keeps_the_list(self):
+        devices = [get_test_device(self.hostname)]
+        self.report(devices, 1, [get_test_function()])
+        self.report(devices + [get_test_device(self.hostname, 1)], 2)
+        self.assertEqual(1, len(db_hardware.get_all(self.ctx,
+                                                    self.hostname)))
+
+    def test_hardware_of_an_unknown_host_is_not_found(self):
+        self.assertRaises(exception.HostNotFound, db_hardware.get_all,
+                          self.ctx, 'nobody')
 
     def test_unknown_host_is_refused(self):
         self.assertRaises(exception.HostNotFound,

@@ -63,15 +63,19 @@ class _TwoConductorsTests:
                 version='1', drivers=[]))
 
     def _counted(self, name, function):
-        def report_data(context, hostname, devices, report_hash):
+        def report_data(context, hostname, devices, report_hash,
+                        report_seq=None):
             self.taken[name] += 1
-            return function(context, hostname, devices, report_hash)
+            return function(context, hostname, devices, report_hash,
+                            report_seq)
         return report_data
 
-    def send(self, hostname, devices):
+    def send(self, hostname, devices, seq):
+        """Send a report as an agent does, with its sequence; whether it
+        was accepted."""
         digest = agent_manager.report_hash(devices)
         return self.api.report_data(self.ctx, hostname, devices, digest,
-                                    timeout=60) == digest
+                                    report_seq=seq, timeout=60) == digest
 
     def database_shows(self, hostname):
         with db_api.reader.using(self.ctx) as session:
@@ -96,25 +100,37 @@ class _TwoConductorsTests:
             shown.append((provider['name'], inventory['total']))
         return sorted(shown)
 
+    def wanted(self, hostname):
+        return [('%s_dev2' % hostname, 8), ('%s_dev3' % hostname, 2)]
+
     def test_reports_out_of_order_end_with_the_last_one(self):
-        burst = [(hostname, report) for hostname in self.hosts
-                 for report in versions(hostname)]
+        # Each host's three reports, sent at once in any order, with the
+        # sequences their agent gave them in turn.
+        burst = [(hostname, report, seq) for hostname in self.hosts
+                 for seq, report in enumerate(versions(hostname), 1)]
         with concurrent.futures.ThreadPoolExecutor(len(burst)) as pool:
             # Not every report is accepted in a race; none may fail.
-            list(pool.map(lambda item: self.send(*item), burst))
+            accepted = list(pool.map(lambda item: self.send(*item), burst))
+        # A host whose newest report was accepted shows it already.
+        for (hostname, _report, seq), ok in zip(burst, accepted,
+                                                strict=True):
+            if ok and seq == 3:
+                self.assertEqual(self.wanted(hostname),
+                                 self.database_shows(hostname))
         # Each agent then sends its newest report until it is accepted.
         for hostname in self.hosts:
             last = versions(hostname)[-1]
-            for _ in range(10):
-                if self.send(hostname, last):
+            for seq in range(4, 14):
+                if self.send(hostname, last, seq):
                     break
             else:
                 self.fail('the last report of %s was never accepted'
                           % hostname)
         for hostname in self.hosts:
-            wanted = [('%s_dev2' % hostname, 8), ('%s_dev3' % hostname, 2)]
-            self.assertEqual(wanted, self.database_shows(hostname))
-            self.assertEqual(wanted, self.placement_shows(hostname))
+            self.assertEqual(self.wanted(hostname),
+                             self.database_shows(hostname))
+            self.assertEqual(self.wanted(hostname),
+                             self.placement_shows(hostname))
         # Both conductors took reports.
         self.assertEqual({'ctl-1', 'ctl-2'}, set(self.taken))
 

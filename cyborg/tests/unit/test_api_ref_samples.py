@@ -29,7 +29,9 @@ from cyborg.common import states
 from cyborg.conductor import drivers as conductor_drivers
 from cyborg.db import accelerators as db_accelerators
 from cyborg.db import deployables as db_deployables
+from cyborg.db import hardware as db_hardware
 from cyborg.db import hosts as db_hosts
+from cyborg.objects import hardware as hardware_obj
 from cyborg.objects import host as host_obj
 from cyborg.tests import base
 from cyborg.tests.unit import test_hygiene
@@ -224,6 +226,7 @@ class OperationSamplesMatchCodeTest(base.TestCase):
         'services': {'services-list-resp.json'},
         'discovery': {'discovery-create-resp.json'},
         'attachments': {'attachments-create-resp.json'},
+        'hardware': {'hardware-list-resp.json'},
     }
 
     def rows_of(self, resource, name, key):
@@ -285,6 +288,14 @@ class OperationSamplesMatchCodeTest(base.TestCase):
         for name in sorted(self.CHECKED['drivers']):
             self.assert_keys(expected,
                              self.rows_of('drivers', name, 'drivers'), name)
+
+    def test_hardware(self):
+        # The rows are the database's, with the host first.
+        expected = {'host'} | set(db_hardware.COLUMNS)
+        self.assertEqual(set(hardware_obj.HardwareFunction.COLUMNS),
+                         set(db_hardware.COLUMNS))
+        self.assert_keys(expected, self.rows_of(
+            'hardware', 'hardware-list-resp.json', 'hardware'), 'hardware')
 
     def test_services(self):
         row = FakeRow()

@@ -2,12 +2,15 @@
 
 import threading
 
+import fixtures
+
 from cyborg.common import coalesce
 from cyborg.tests import base
 from cyborg.tests.functional.test_hello import wait_for
 
 
-class CoalescerTest(base.TestCase):
+class _Batches(base.TestCase):
+    """Records the batches run; ``gate`` holds a batch while clear."""
 
     def setUp(self):
         super().setUp()
@@ -35,6 +38,9 @@ class CoalescerTest(base.TestCase):
         for thread in threads:
             thread.start()
         return threads, results
+
+
+class CoalescerTest(_Batches):
 
     def test_alone_it_runs_at_once(self):
         coalescer = coalesce.Coalescer(self.apply)
@@ -89,3 +95,56 @@ class CoalescerTest(base.TestCase):
         coalescer = coalesce.Coalescer(lambda items: [])
         self.assertRaisesRegex(RuntimeError, '0 outcomes for 1 items',
                                coalescer.submit, 1)
+
+
+class PostTest(_Batches):
+    """Items nobody waits for: posted, run by the coalescer's thread."""
+
+    def test_a_posted_item_runs_without_its_poster(self):
+        coalescer = coalesce.Coalescer(self.apply)
+        coalescer.post(1)
+        self.assertTrue(coalescer.wait_idle(30))
+        self.assertEqual([[1]], self.batches)
+        # The thread ended with the work; the next post starts another.
+        wait_for(lambda: coalescer._drainer is None)
+        coalescer.post(2)
+        self.assertTrue(coalescer.wait_idle(30))
+        self.assertEqual([[1], [2]], self.batches)
+
+    def test_posts_during_a_batch_are_the_next_batch(self):
+        coalescer = coalesce.Coalescer(self.apply)
+        self.gate.clear()
+        coalescer.post(1)
+        wait_for(lambda: self.batches)
+        for item in (2, 3, 4):
+            coalescer.post(item)
+        self.assertFalse(coalescer.wait_idle(0))
+        self.gate.set()
+        self.assertTrue(coalescer.wait_idle(30))
+        self.assertEqual([[1], [2, 3, 4]], self.batches)
+
+    def test_posts_and_submits_share_batches(self):
+        coalescer = coalesce.Coalescer(self.apply)
+        self.gate.clear()
+        threads, results = self.submit_all(coalescer, [1])
+        wait_for(lambda: self.batches)
+        coalescer.post(2)
+        more, others = self.submit_all(coalescer, [3])
+        wait_for(lambda: len(coalescer._pending) == 2)
+        self.gate.set()
+        for thread in threads + more:
+            thread.join(30)
+        self.assertTrue(coalescer.wait_idle(30))
+        self.assertEqual([[1], [2, 3]], self.batches)
+        results.update(others)
+        self.assertEqual({1: 10, 3: 30}, results)
+
+    def test_a_failed_posted_item_is_logged(self):
+        logs = self.useFixture(fixtures.FakeLogger())
+        coalescer = coalesce.Coalescer(self.apply)
+        coalescer.post(-7)
+        self.assertTrue(coalescer.wait_idle(30))
+        self.assertIn('Posted -7 failed', logs.output)
+        coalescer.post(7)
+        self.assertTrue(coalescer.wait_idle(30))
+        self.assertEqual([[-7], [7]], self.batches)

@@ -1,3 +1,10 @@
+import json
+import os
+import threading
+import time
+
+import fixtures
+
 from cyborg.accelerator import drivers
 from cyborg.accelerator.drivers.fake import driver as fake
 from cyborg.tests import base
@@ -20,6 +27,33 @@ class FakeDriverTest(base.TestCase):
         attributes = {a.key: a.value for a in deployable.attribute_list}
         self.assertEqual({'rc': 'FPGA', 'trait0': 'CUSTOM_FAKE_DEVICE'},
                          attributes)
+
+
+class HoldTest(base.TestCase):
+    """[fake_driver] hold_dir stops programming half-way until released."""
+
+    def test_programming_waits_for_the_release_file(self):
+        hold_dir = self.useFixture(fixtures.TempDir()).path
+        self.flags(hold_dir=hold_dir, group='fake_driver')
+        image = os.path.join(hold_dir, 'image.bin')
+        with open(image, 'wb') as f:
+            f.write(b'bits')
+        driver = fake.FakeDriver(self.conf)
+        cpid = {'cpid_info': json.dumps(fake.PCI_ADDRESS, sort_keys=True)}
+        worker = threading.Thread(target=driver.program, args=(cpid, image))
+        worker.start()
+        self.addCleanup(worker.join, 30)
+        deadline = time.monotonic() + 30
+        while not [n for n in os.listdir(hold_dir) if n.startswith('held-')]:
+            self.assertLess(time.monotonic(), deadline, 'nothing was held')
+            time.sleep(0.01)
+        self.assertTrue(worker.is_alive())
+        self.assertEqual({}, driver.programmed)
+        with open(os.path.join(hold_dir, fake.RELEASE), 'w'):
+            pass
+        worker.join(30)
+        self.assertFalse(worker.is_alive())
+        self.assertEqual([cpid['cpid_info']], list(driver.programmed))
 
 
 class LoaderTest(base.TestCase):

@@ -11,7 +11,9 @@ import testtools
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
                                    '..'))
-SCRIPTS = ['tools/run-tests', 'tools/aio', 'tools/lib/venv.sh', '.ci/run',
+SCRIPTS = ['tools/run-tests', 'tools/aio', 'tools/nova-e2e',
+           'tools/peer-suite',
+           'tools/lib/venv.sh', '.ci/run',
            'devstack/plugin.sh', 'devstack/lib/cyborg', 'devstack/settings']
 
 

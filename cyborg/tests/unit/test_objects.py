@@ -17,7 +17,8 @@ EXPECTED_FINGERPRINTS = {
     'DriverControlPathID': '1.0-e14d12caa861fca270a0f0b29a60964e',
     'DriverDeployable': '1.0-9fd489b3c94b538c213f3565e0f72528',
     'DriverDevice': '1.0-3cec4fec775dfd6c1266982623c82c4d',
-    'Host': '1.0-98ae34f43a5ffa3749ea6f79caf194df',
+    'HardwareFunction': '1.0-7ea6de9d4fb578055ed5d0e1adc202d5',
+    'Host': '1.1-03f5e34730d717bcf3e920a117ecbad2',
     'HostDriver': '1.0-1883f7a43944ab414364ca08cd9aeadc',
 }
 
@@ -79,6 +80,17 @@ class SerializationTest(test_base.TestCase):
                                                                 primitive)
         self.assertEqual('cmp-1', back.hostname)
         self.assertFalse(back.obj_attr_is_set('resource_provider_name'))
+
+    def test_host_1_0_has_no_report_seq(self):
+        record = host.Host(hostname='cmp-1', status='up', report_generation=2,
+                           report_seq=1795000000000000, drivers=[])
+        primitive = record.obj_to_primitive(target_version='1.0')
+        self.assertNotIn('report_seq', primitive['cyborg_object.data'])
+        # What an agent of the previous release gets from the conductor.
+        back = base.CyborgObjectSerializer().deserialize_entity(None,
+                                                                primitive)
+        self.assertEqual(2, back.report_generation)
+        self.assertFalse(back.obj_attr_is_set('report_seq'))
 
     def test_bad_enum_values_are_refused(self):
         self.assertRaises(ValueError, host.HostDriver, name='x',

@@ -16,6 +16,7 @@ PAIRS = [
 
 # Manager methods that are not RPC endpoints.
 NOT_ENDPOINTS = {'periodic_tasks', 'init_host', 'del_host', 'keep_alive',
+                 'periodic_rescan',
                  'conductor', 'registered', 'liveness', 'target'}
 
 
@@ -100,3 +101,30 @@ class TimeoutTest(base.TestCase):
         api.client = _RecordingClient(cap=(1, 3))
         api.ensure_mdevs(None, 'host-1', mdevs)
         self.assertEqual([], api.client.cast_calls)
+
+
+class ReportDataTest(base.TestCase):
+
+    def test_a_sequence_needs_1_5_and_none_stays_at_1_1(self):
+        api = conductor_rpcapi.ConductorAPI.__new__(
+            conductor_rpcapi.ConductorAPI)
+        api.client = _RecordingClient()
+        api.report_data(None, 'host-1', [], 'hash', timeout=20)
+        api.report_data(None, 'host-1', [], 'hash', report_seq=7,
+                        timeout=20)
+        self.assertEqual([{'version': '1.1', 'timeout': 20},
+                          {'version': '1.5', 'timeout': 20}],
+                         api.client.prepared)
+
+    def test_hardware_needs_1_6_and_goes_with_a_sequence(self):
+        api = conductor_rpcapi.ConductorAPI.__new__(
+            conductor_rpcapi.ConductorAPI)
+        api.client = _RecordingClient()
+        api.report_data(None, 'host-1', [], 'hash', report_seq=7,
+                        hardware=[], timeout=20)
+        # Without a sequence the conductor is older than 1.5: no hardware.
+        api.report_data(None, 'host-1', [], 'hash', hardware=[],
+                        timeout=20)
+        self.assertEqual([{'version': '1.6', 'timeout': 20},
+                          {'version': '1.1', 'timeout': 20}],
+                         api.client.prepared)

@@ -2,11 +2,16 @@
 
 It reports one FPGA-typed card with 16 functions on every host, so the
 all-in-one and functional tests run the whole flow without hardware.
+With ``[fake_driver] hold_dir`` set, programming waits half-way until the
+test releases it (see :func:`hold`).
 """
 
 import hashlib
+import itertools
 import json
+import os
 import re
+import time
 
 from cyborg.accelerator.drivers import base
 from cyborg.objects import driver_device as dd
@@ -20,6 +25,25 @@ RESOURCE_CLASS = 'FPGA'
 TRAIT = 'CUSTOM_FAKE_DEVICE'
 DRIVER_NAME = 'FAKEDRIVER'
 EMPTY_SHA256 = hashlib.sha256(b'').hexdigest()
+RELEASE = 'release'
+# How often a held operation looks for the release file.
+HOLD_POLL = 0.05
+_HOLDS = itertools.count(1)
+
+
+def hold(directory):
+    """Announce a held operation in ``directory`` (a file "held-<pid>-<n>")
+    and wait until a file named "release" appears there. Nothing when
+    ``directory`` is not set."""
+    if not directory:
+        return
+    marker = os.path.join(directory, 'held-%d-%d' % (os.getpid(),
+                                                     next(_HOLDS)))
+    with open(marker, 'w'):
+        pass
+    release = os.path.join(directory, RELEASE)
+    while not os.path.exists(release):
+        time.sleep(HOLD_POLL)
 
 
 def _pci_info(function):
@@ -51,6 +75,7 @@ class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
     def program(self, controlpath_id, image_path):
         """Check what a real driver would, and remember the bitstream."""
         info = self._check_card(controlpath_id)
+        hold(self.conf.fake_driver.hold_dir)
         with open(image_path, 'rb') as f:
             digest = hashlib.sha256(f.read()).hexdigest()
         if digest == EMPTY_SHA256:

@@ -24,13 +24,11 @@ import glob
 import os
 import string
 
-from oslo_log import log as logging
 
 from cyborg.accelerator.common import records
 from cyborg.accelerator.drivers import base
 from cyborg.accelerator.drivers import fpga
 
-LOG = logging.getLogger(__name__)
 
 VENDOR_ID = '8086'
 #: Upstream's driver name; the conductor makes it the ``INTEL`` of
@@ -146,8 +144,10 @@ class IntelFpgaDriver(base.SysfsPciDriver, base.Programmer):
             if vf is None:
                 continue  # unreadable; the reader has said why
             if vf.driver not in VF_DRIVERS:
-                LOG.warning('Intel FPGA VF %s is bound to kernel driver %s; '
-                            'not offered', address, vf.driver)
+                self.decline(vf, 'a VF of FPGA %s bound to kernel driver %s'
+                             % (pf.address, vf.driver),
+                             'bind it to %s' % ' or '.join(
+                                 sorted(d for d in VF_DRIVERS if d)))
                 continue
             usable.append(vf)
         if not usable:

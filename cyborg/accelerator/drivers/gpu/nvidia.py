@@ -129,18 +129,28 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
     def _pgpu(self, function):
         if function.has_vfs_enabled:
             raise base.NotReady('SR-IOV VFs are enabled; it is not offered '
-                                'as a whole GPU')
+                                'as a whole GPU',
+                                action='list it in [vgpu_<type>] '
+                                       'device_addresses to offer vGPUs')
         if function.driver not in PASSTHROUGH_DRIVERS:
-            raise base.NotReady('bound to kernel driver %s; bind it to '
-                                'vfio-pci to offer it' % function.driver)
+            raise base.NotReady(
+                'bound to kernel driver %s' % function.driver,
+                action='bind it to vfio-pci to offer it whole')
         mdev_types = self.reader.mdev_types(function.address)
         if any(t.devices for t in mdev_types.values()):
-            raise base.NotReady('mdevs exist on it; it is not offered as a '
-                                'whole GPU')
+            raise base.NotReady(
+                'mdevs exist on it; it is not offered as a whole GPU',
+                action='remove its mdevs, or list it in [vgpu_<type>] '
+                       'device_addresses to offer its vGPUs')
         if mdev_types:
-            raise base.NotReady('the vGPU host driver manages it; list it '
-                                'in [vgpu_<type>] device_addresses, or bind '
-                                'it to vfio-pci to offer it whole')
+            raise base.NotReady(
+                'the vGPU host driver manages it (it offers vGPU types %s) '
+                'and no vGPU type is configured for it'
+                % ', '.join(sorted(mdev_types)),
+                action='enable one of its types in [gpu_devices] '
+                       'enabled_vgpu_types and list the GPU in [vgpu_<type>]'
+                       ' device_addresses, or bind it to vfio-pci to offer '
+                       'it whole')
         traits = [records.OWNER_CYBORG,
                   records.custom_name('NVIDIA', function.product)]
         return records.deployable(self.host, function.address, PGPU, traits,
@@ -190,13 +200,13 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
                 'its VFs take vGPU types by number; name the type '
                 'nvidia-<number> (from the VFs\' nvidia/creatable_vgpu_types)'
                 ' in [gpu_devices] enabled_vgpu_types')
-        handles, others = [], []
+        handles = []
         for vf in vfs:
             try:
                 state = self.reader.vendor_vgpu(vf.address)
             except sysfs.UnreadableFunction as e:
-                LOG.warning('Skipping VF %s of GPU %s: %s', vf.address,
-                            function.address, e)
+                self.decline(vf, 'a VF of GPU %s whose vGPU state cannot '
+                             'be read: %s' % (function.address, e))
                 continue
             if state is None:
                 continue
@@ -206,11 +216,11 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
             if current == number:
                 handles.append(records.pci_handle(vf.address))
             elif current:
-                others.append('%s (type %d)' % (vf.address, current))
-        if others:
-            LOG.warning('GPU %s is listed for vGPU type %d but its VFs %s '
-                        'carry other types; they are not offered',
-                        function.address, number, ', '.join(others))
+                self.decline(vf, 'a VF of GPU %s carrying vGPU type %d, '
+                             'not the type %d the GPU is listed for' % (
+                                 function.address, current, number),
+                             'remove its vGPU type (write 0 to '
+                             'nvidia/current_vgpu_type)')
         if not handles:
             raise base.NotReady(
                 'no VF can take vGPU type %d now (nvidia/creatable_vgpu_types'

@@ -184,7 +184,9 @@ class IntelNicDriver(base.SysfsPciDriver):
         if function.driver not in (None, 'vfio-pci', family.pf_driver):
             raise base.NotReady('bound to kernel driver %s, expected %s or '
                                 'vfio-pci' % (function.driver,
-                                              family.pf_driver))
+                                              family.pf_driver),
+                                action='bind it to %s or vfio-pci'
+                                       % family.pf_driver)
         netdevs = self.netdevs(function)
         interfaces = netdevs + [function.address]
         physnets = self.mappings.physnets_of(interfaces)
@@ -226,12 +228,14 @@ class IntelNicDriver(base.SysfsPciDriver):
             return
         raise base.NotReady(
             'the host runs it with kernel driver %s (%s) and no '
-            '[<nic_type>] mapping names it; map it, bind it to vfio-pci or '
-            'enable SR-IOV VFs to offer it'
-            % (function.driver, ', '.join(netdevs) or 'no network device'))
+            '[<nic_type>] mapping names it'
+            % (function.driver, ', '.join(netdevs) or 'no network device'),
+            action='map it in [<nic_type>] physical_device_mappings or '
+                   'function_device_mappings of a type in [nic_devices] '
+                   'enabled_nic_types, bind it to vfio-pci, or enable '
+                   'SR-IOV VFs on it')
 
-    @staticmethod
-    def _usable_vfs(pf, functions, family):
+    def _usable_vfs(self, pf, functions, family):
         """The PF's VFs that can be handed out; NotReady if there are none
         or if they are being created or removed."""
         if pf.sriov_numvfs is not None and \
@@ -247,12 +251,14 @@ class IntelNicDriver(base.SysfsPciDriver):
             if vf is None:
                 continue  # unreadable or not Intel; the reader said why
             if vf.product != family.vf_product:
-                LOG.warning('NIC VF %s has product id %s, not %s; not '
-                            'offered', address, vf.product,
-                            family.vf_product)
+                self.decline(vf, 'a VF of NIC %s with product id %s, not '
+                             'the %s of its family' % (
+                                 pf.address, vf.product, family.vf_product))
             elif vf.driver not in VF_DRIVERS:
-                LOG.warning('NIC VF %s is bound to kernel driver %s; not '
-                            'offered', address, vf.driver)
+                self.decline(vf, 'a VF of NIC %s bound to kernel driver %s'
+                             % (pf.address, vf.driver),
+                             'bind it to %s' % ' or '.join(
+                                 sorted(d for d in VF_DRIVERS if d)))
             else:
                 usable.append(vf)
         if not usable:

@@ -9,12 +9,10 @@ generations run both), plus ``CUSTOM_QAT_PRODUCT_ID_<PF product id>``.
 
 import collections
 
-from oslo_log import log as logging
 
 from cyborg.accelerator.common import records
 from cyborg.accelerator.drivers import base
 
-LOG = logging.getLogger(__name__)
 
 VENDOR_ID = '8086'
 RESOURCE_CLASS = 'CUSTOM_QAT'
@@ -90,8 +88,9 @@ class IntelQatDriver(base.SysfsPciDriver):
             if vf is None:
                 continue  # unreadable; the reader has said why
             if vf.driver not in (None, 'vfio-pci', product.vf_driver):
-                LOG.warning('QAT VF %s is bound to kernel driver %s; '
-                                 'not offered', address, vf.driver)
+                self.decline(vf, 'a VF of QAT %s bound to kernel driver %s'
+                             % (pf.address, vf.driver),
+                             'bind it to vfio-pci or %s' % product.vf_driver)
                 continue
             usable.append(vf)
         return usable

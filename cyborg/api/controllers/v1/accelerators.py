@@ -8,83 +8,36 @@ same):
   proposal's example names the key ``accelerator``);
 * ``POST /v1/accelerators`` and ``POST /v1/accelerators/{uuid}`` both
   create; the body is ``{"name", "uuid"?}`` checked against the
-  proposal's JSON schema; a uuid in both places must agree;
+  proposal's JSON schema (``cyborg.api.schemas.accelerators``); a uuid
+  in both places must agree;
 * ``PUT /v1/accelerators/{uuid}/acc_specs`` (or ``acc_spec``) replaces
   the spec: ``{"acc_specs": {...}}``; the version the writer read comes
   from ``If-Match`` or the body's ``spec_version`` (else the version the
   API reads now), and a spec changed meanwhile is a 409;
-* ``PUT /v1/accelerators/{uuid}`` attaches: ``{"instance_uuid": ...}``
-  or ``{"host": ...}``; the proposal's ``name``/``uuid`` may come along
-  if they are the accelerator's.
+* ``PUT /v1/accelerators/{uuid}`` attaches: with the proposal's own
+  body (``{"name", "uuid"}``, or ``{}``) to the host the accelerator is
+  on; ``{"instance_uuid": ...}`` or ``{"host": ...}`` name another
+  target; ``name``/``uuid`` must be the accelerator's;
+* the list also shows the hardware the agents discovered, one entry per
+  deployable (its uuid), ``inactive`` until its device is enabled, then
+  ``ready``, with ``acc_specs.num`` its units and ``free`` those not yet
+  provisioned; ``POST`` provisions accelerators from those units, one
+  unit each (``acc_specs.num`` 1).
 """
 
-import jsonschema
 from oslo_serialization import jsonutils
-from oslo_utils import uuidutils
 import pecan
 
 from cyborg.api.controllers import common
 from cyborg.api.controllers import link
+from cyborg.api.schemas import accelerators as schema
+from cyborg.api.schemas import common as common_schema
+from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.db import accelerators as db_accelerators
 from cyborg.i18n import _
 
-CREATE_SCHEMA = {
-    'type': 'object',
-    'properties': {
-        'name': {'type': 'string', 'minLength': 1, 'maxLength': 255},
-        'uuid': {'type': 'string', 'format': 'uuid'},
-    },
-    'required': ['name'],
-    'additionalProperties': False,
-}
-SPEC_SCHEMA = {
-    'type': 'object',
-    'properties': {
-        'acc_specs': {
-            'type': 'object',
-            'properties': {
-                'remote': {'type': 'integer', 'enum': [0, 1]},
-                'num': {'type': 'integer', 'minimum': 1},
-                'device_type': {'type': 'string'},
-                'acc_capability': {'type': 'object'},
-            },
-            'additionalProperties': False,
-        },
-        'spec_version': {'type': 'integer', 'minimum': 1},
-    },
-    'required': ['acc_specs'],
-    'additionalProperties': False,
-}
-ATTACH_SCHEMA = {
-    'type': 'object',
-    'properties': {
-        'instance_uuid': {'type': 'string', 'format': 'uuid'},
-        'host': {'type': 'string', 'minLength': 1, 'maxLength': 255},
-        'name': {'type': 'string'},
-        'uuid': {'type': 'string'},
-    },
-    'oneOf': [{'required': ['instance_uuid']}, {'required': ['host']}],
-    'additionalProperties': False,
-}
 SPEC_SEGMENTS = ('acc_specs', 'acc_spec')
-_FORMATS = jsonschema.FormatChecker()
-
-
-@_FORMATS.checks('uuid')
-def _is_uuid(value):
-    return not isinstance(value, str) or uuidutils.is_uuid_like(value)
-
-
-def _validated(schema, body):
-    try:
-        jsonschema.validate(body, schema, format_checker=_FORMATS)
-    except jsonschema.ValidationError as e:
-        where = '/'.join(str(p) for p in e.absolute_path)
-        raise exception.InvalidParameterValue(
-            err=_('Invalid body%s: %s') % (
-                ' at %s' % where if where else '', e.message)) from e
-    return body
 
 
 def capability(view):
@@ -92,10 +45,44 @@ def capability(view):
     its resource class and traits."""
     if view.row.acc_capability:
         return jsonutils.loads(view.row.acc_capability)
-    attributes = dict(view.attributes)
-    return {'resource_class': attributes.get('rc'),
-            'traits': sorted(value for key, value in view.attributes
+    return _capability(view.attributes)
+
+
+def _capability(attributes):
+    """Resource class and traits from a deployable's attributes
+    (``[(key, value), ...]``)."""
+    return {'resource_class': dict(attributes).get('rc'),
+            'traits': sorted(value for key, value in attributes
                              if key.startswith('trait'))}
+
+
+def hardware_view(request, hardware):
+    """A discovered deployable: ``inactive`` until its device is
+    enabled, then ``ready``."""
+    row = hardware.deployable
+    return {
+        'uuid': row.uuid,
+        'name': row.name,
+        'state': 'ready' if hardware.device_status == 'enabled'
+        else 'inactive',
+        'host': hardware.hostname,
+        'device_uuid': hardware.device_uuid,
+        'deployable_uuid': row.uuid,
+        'instance_uuid': None,
+        'attached_host': None,
+        'spec_version': None,
+        'free': hardware.free,
+        'acc_specs': {
+            'remote': 0,
+            'num': row.num_accelerators,
+            'device_type': hardware.device_type,
+            'acc_capability': _capability(hardware.attributes),
+        },
+        'created_at': common.timestamp(row.created_at),
+        'updated_at': common.timestamp(row.updated_at),
+        'links': [link.make_link(request, 'self', 'v1', 'accelerators',
+                                 row.uuid)],
+    }
 
 
 def accelerator_view(request, view):
@@ -112,7 +99,8 @@ def accelerator_view(request, view):
         'spec_version': row.spec_version,
         'acc_specs': {
             'remote': row.remotable,
-            'num': view.num_accelerators,
+            # One accelerator is one unit of its deployable.
+            'num': 1,
             'device_type': view.device_type or row.device_type,
             'acc_capability': capability(view),
         },
@@ -131,19 +119,20 @@ def _expected_version(request, body, current):
     """The spec version the writer based the change on."""
     if_match = request.headers.get('If-Match')
     if if_match:
-        try:
-            return int(if_match.strip().strip('W/').strip('"'))
-        except ValueError as e:
+        tag = if_match.strip().removeprefix('W/').strip('"')
+        if not (tag.isdecimal() and len(tag) <= 10
+                and 0 < int(tag) <= common_schema.INT_MAX):
             raise exception.InvalidParameterValue(
                 err=_('If-Match must be the ETag of the accelerator, '
-                      'a quoted spec version such as "3".')) from e
+                      'a quoted spec version such as "3".'))
+        return int(tag)
     return body.get('spec_version', current)
 
 
 def _create(uuid=None):
     request = pecan.request
     context = common.authorize('cyborg:accelerator:create')
-    body = _validated(CREATE_SCHEMA, common.json_body(request))
+    body = validation.body(request, schema.CREATE)
     if uuid is not None:
         common.check_uuid(uuid)
         if body.get('uuid', uuid) != uuid:
@@ -170,10 +159,10 @@ class SpecController:
     def index_put(self):
         request = pecan.request
         context = common.authorize('cyborg:accelerator:update')
-        body = _validated(SPEC_SCHEMA, common.json_body(request))
+        body = validation.body(request, schema.SPEC)
         view = self.accelerator.load(context)
         specs = body['acc_specs']
-        for key, actual in (('num', view.num_accelerators),
+        for key, actual in (('num', 1),
                             ('device_type', view.device_type)):
             if key in specs and specs[key] != actual:
                 raise exception.InvalidParameterValue(
@@ -195,8 +184,19 @@ class AcceleratorController:
         self.uuid = uuid
 
     def load(self, context):
+        """The accelerator's View; NotProvisioned (409) for discovered
+        hardware, which only ``GET`` shows."""
         common.check_uuid(self.uuid)
-        return db_accelerators.get_for_api(context, self.uuid)
+        try:
+            return db_accelerators.get_for_api(context, self.uuid)
+        except exception.AcceleratorNotFound:
+            hardware = db_accelerators.get_hardware_for_api(context,
+                                                            self.uuid)
+            if hardware is None:
+                raise
+        raise exception.NotProvisioned(
+            accelerator=self.uuid,
+            state=hardware_view(pecan.request, hardware)['state'])
 
     def show(self, view):
         pecan.response.headers['ETag'] = _etag(view.row.spec_version)
@@ -209,6 +209,10 @@ class AcceleratorController:
     @index.when(method='GET', template='json')
     def index_get(self):
         context = common.authorize('cyborg:accelerator:get_one')
+        common.check_uuid(self.uuid)
+        hardware = db_accelerators.get_hardware_for_api(context, self.uuid)
+        if hardware is not None:
+            return hardware_view(pecan.request, hardware)
         return self.show(self.load(context))
 
     @index.when(method='POST', template='json')
@@ -217,10 +221,13 @@ class AcceleratorController:
 
     @index.when(method='PUT', template='json')
     def index_put(self):
-        """Attach to an instance or a host."""
+        """Attach to an instance, a host, or the host it is on."""
         request = pecan.request
         context = common.authorize('cyborg:accelerator:attach')
-        body = _validated(ATTACH_SCHEMA, common.json_body(request))
+        body = validation.body(request, schema.ATTACH)
+        if 'instance_uuid' in body and 'host' in body:
+            raise exception.InvalidParameterValue(
+                err=_('Attach to an instance_uuid or to a host, not both.'))
         view = self.load(context)
         for key, value in (('name', view.row.name), ('uuid', self.uuid)):
             if key in body and body[key] != value:
@@ -264,9 +271,12 @@ class AcceleratorsController:
     @index.when(method='GET', template='json')
     def index_get(self):
         context = common.authorize('cyborg:accelerator:get_all')
+        request = pecan.request
         return {'accelerators': [
-            accelerator_view(pecan.request, view)
-            for view in db_accelerators.list_for_api(context)]}
+            accelerator_view(request, view)
+            for view in db_accelerators.list_for_api(context)] + [
+            hardware_view(request, hardware)
+            for hardware in db_accelerators.list_hardware_for_api(context)]}
 
     @index.when(method='POST', template='json')
     def index_post(self):

@@ -12,6 +12,7 @@ every layer, see STYLE.md):
 * from microversion 2.5, the generic-driver operations: ``hosts``,
   ``drivers``, ``services``, ``discovery`` and ``attachments``, each from
   the module of that name (sharing ``v2/_ops.py``)
+* from microversion 2.6, ``hardware`` from ``v2/hardware.py``
 
 Unversioned paths (``/devices``) reach this controller too, through
 ``RootController._lookup``; nothing else is needed for them.
@@ -28,6 +29,7 @@ from cyborg.api.controllers.v2 import device_profiles
 from cyborg.api.controllers.v2 import devices
 from cyborg.api.controllers.v2 import discovery
 from cyborg.api.controllers.v2 import drivers
+from cyborg.api.controllers.v2 import hardware
 from cyborg.api.controllers.v2 import hosts
 from cyborg.api.controllers.v2 import services
 from cyborg.api import microversion
@@ -46,6 +48,7 @@ class V2Controller:
     services = services.ServicesController()
     discovery = discovery.DiscoveryController()
     attachments = attachments.AttachmentsController()
+    hardware = hardware.HardwareController()
 
     @pecan.expose(generic=True, template='json')
     def index(self):

@@ -2,8 +2,10 @@
 
 Wire format as upstream's. Unlike upstream: a bad body, query or state is
 a 4xx with a message (a second bind of a bound ARQ is 409), a bind
-returns once the ARQs are resolved and Nova was told, and deleting a
-list of ARQs is all or nothing.
+returns once the ARQs are resolved (Nova's events follow), and deleting
+a list of ARQs is all or nothing. ``PATCH`` and ``DELETE`` of one ARQ
+(``/{uuid}``, what openstacksdk and the ``openstack`` CLI send) are the
+collection's forms limited to that ARQ, with the same rules.
 """
 
 import pecan
@@ -12,6 +14,8 @@ from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api import microversion
 from cyborg.api import pagination
+from cyborg.api.schemas import accelerator_requests as schema
+from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.common import states
 from cyborg.db import accelerator_requests as db_arqs
@@ -20,7 +24,6 @@ from cyborg.i18n import _
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 PROJECT_FIELD = 'project_id'
 PROJECT_VERSION = '2.1'
-RESOLVED = 'resolved'
 
 
 def view(request, arq):
@@ -52,21 +55,16 @@ def _invalid(message):
 
 
 def _op_fields(ops, context, request):
-    """(kind, {field: value}) of one ARQ's JSON-patch operations."""
-    if not isinstance(ops, list) or not ops or not all(
-            isinstance(op, dict) for op in ops):
-        raise _invalid(_('Each ARQ needs a list of patch operations.'))
-    kinds = {op.get('op') for op in ops}
-    if kinds not in ({'add'}, {'remove'}):
+    """(kind, {field: value}) of one ARQ's JSON-patch operations, valid
+    against ``schemas.accelerator_requests.PATCH``."""
+    kinds = {op['op'] for op in ops}
+    if len(kinds) != 1:
         raise _invalid(_('Every op must be add or remove, all the same.'))
     fields = {}
     for op in ops:
-        path = op.get('path')
-        field = path[1:] if isinstance(path, str) else None
+        field = op['path'][1:]
         if field == PROJECT_FIELD:
             _check_project_patch(context, request)
-        elif field not in BIND_FIELDS:
-            raise _invalid(_('Patch path %r is not allowed.') % (path,))
         fields[field] = op.get('value')
     return kinds.pop(), fields
 
@@ -84,25 +82,16 @@ def _bind_values(fields, context):
     missing = [f for f in BIND_FIELDS if not fields.get(f)]
     if missing:
         raise _invalid(_('Fields absent in patch: %s.') % ', '.join(missing))
-    for field in BIND_FIELDS + (PROJECT_FIELD,):
-        value = fields.get(field)
-        if value is not None and not isinstance(value, str):
-            raise _invalid(_('%s must be a string.') % field)
-    for field in ('device_rp_uuid', 'instance_uuid'):
-        common.check_uuid(fields[field])
     values = {f: fields[f] for f in BIND_FIELDS}
     values[PROJECT_FIELD] = fields.get(PROJECT_FIELD) or context.project_id
     return values
 
 
 def parse_patch(body, context, request):
-    """(kind, {arq uuid: bind values or None}) of a PATCH body."""
-    if not isinstance(body, dict) or not body:
-        raise _invalid(_('Send an object mapping ARQ uuids to patch '
-                         'operations.'))
+    """(kind, {arq uuid: bind values or None}) of a PATCH body valid
+    against ``schemas.accelerator_requests.PATCH``."""
     kinds, patch = set(), {}
     for uuid, ops in body.items():
-        common.check_uuid(uuid)
         kind, fields = _op_fields(ops, context, request)
         kinds.add(kind)
         patch[uuid] = _bind_values(fields, context) if kind == 'add' else None
@@ -117,11 +106,37 @@ def _require_service(context, action):
         raise exception.ServiceTokenRequired(action=action)
 
 
-def _uuid_list(value):
-    uuids = [u.strip() for u in value.split(',') if u.strip()]
-    if not uuids:
-        raise _invalid(_('arqs names no ARQ.'))
-    return [common.check_uuid(u) for u in uuids]
+def apply_patch(request, context, only=None):
+    """Binds or unbinds the ARQs a PATCH body names (only the ARQ
+    ``only`` if given); answers 202 once done. The service token is
+    checked before the body is read."""
+    _require_service(context, _('Binding or unbinding ARQs'))
+    kind, patch = parse_patch(validation.body(request, schema.PATCH),
+                              context, request)
+    if only is not None and set(patch) != {only}:
+        raise _invalid(_('The body of PATCH %(path)s must patch that ARQ '
+                         'only: {"%(uuid)s": [...]}.')
+                       % {'path': request.path, 'uuid': only})
+    if kind == 'add':
+        instance = next(iter(patch.values()))['instance_uuid']
+        if db_arqs.instance_has_arqs(context, instance):
+            raise _invalid(_('Instance %s already has accelerator '
+                             'requests.') % instance)
+    request.conductor_api.arq_apply_patch(context, patch,
+                                          visible_project(context))
+    pecan.response.status = 202
+
+
+def delete_arqs(request, context, uuids):
+    """Deletes the ARQs ``uuids``, all or none: 404 if one is not the
+    caller's to see, and a service token needed for a bound one."""
+    project = visible_project(context)
+    found = db_arqs.get_many(context, uuids, project)
+    if any(arq.instance_uuid for arq in found):
+        _require_service(context, _('Deleting bound ARQs'))
+    request.conductor_api.arq_delete(context, arq_uuids=uuids,
+                                     project_id=project)
+    pecan.response.status = 204
 
 
 class AcceleratorRequestController:
@@ -141,6 +156,20 @@ class AcceleratorRequestController:
         return view(pecan.request, db_arqs.get(
             context, self.uuid, visible_project(context)))
 
+    @index.when(method='PATCH', template='json')
+    def index_patch(self):
+        """Binds or unbinds this ARQ, as the collection's PATCH does with
+        a body naming only this ARQ (what openstacksdk sends)."""
+        context = common.authorize('cyborg:arq:update')
+        common.check_uuid(self.uuid)
+        apply_patch(pecan.request, context, only=self.uuid)
+
+    @index.when(method='DELETE', template='json')
+    def index_delete(self):
+        """``DELETE ?arqs=<this uuid>``."""
+        context = common.authorize('cyborg:arq:delete')
+        delete_arqs(pecan.request, context, [common.check_uuid(self.uuid)])
+
 
 class AcceleratorRequestsController:
     """``/v2/accelerator_requests``."""
@@ -150,13 +179,12 @@ class AcceleratorRequestsController:
         pecan.abort(405)
 
     @index.when(method='GET', template='json')
-    def index_get(self, instance=None, bind_state=None, **_ignored):
+    def index_get(self, **_ignored):
         request = pecan.request
         context = common.authorize('cyborg:arq:get_all')
-        if bind_state not in (None, RESOLVED):
-            raise _invalid(_('bind_state can only be "resolved".'))
-        if instance is not None:
-            common.check_uuid(instance)
+        query = validation.query(request, schema.LIST_QUERY)
+        instance = query.get('instance')
+        bind_state = query.get('bind_state')
         page = pagination.page_from(request, db_arqs.SORT_KEYS)
         wanted = states.RESOLVED if bind_state and not instance else None
         arqs = db_arqs.get_all(context, visible_project(context),
@@ -174,11 +202,10 @@ class AcceleratorRequestsController:
     def index_post(self):
         request = pecan.request
         context = common.authorize('cyborg:arq:create')
-        body = common.json_body(request)
-        name = body.get('device_profile_name') if isinstance(
-            body, dict) else None
-        if not isinstance(name, str) or not name:
-            raise _invalid(_('Send {"device_profile_name": <name>}.'))
+        name = validation.body(request, schema.CREATE)['device_profile_name']
+        if not name:
+            # As upstream: no profile has the empty name.
+            raise exception.DeviceProfileNotFound(profile='""')
         uuids = request.conductor_api.arq_create(context, name,
                                                  context.project_id)
         arqs = db_arqs.get_many(context, uuids)
@@ -187,40 +214,24 @@ class AcceleratorRequestsController:
 
     @index.when(method='PATCH', template='json')
     def index_patch(self):
-        request = pecan.request
-        context = common.authorize('cyborg:arq:update')
-        kind, patch = parse_patch(common.json_body(request), context,
-                                  request)
-        _require_service(context, _('Binding or unbinding ARQs'))
-        if kind == 'add':
-            instance = next(iter(patch.values()))['instance_uuid']
-            if db_arqs.instance_has_arqs(context, instance):
-                raise _invalid(_('Instance %s already has accelerator '
-                                 'requests.') % instance)
-        request.conductor_api.arq_apply_patch(context, patch,
-                                              visible_project(context))
-        pecan.response.status = 202
+        apply_patch(pecan.request, common.authorize('cyborg:arq:update'))
 
     @index.when(method='DELETE', template='json')
-    def index_delete(self, arqs=None, instance=None, **_ignored):
+    def index_delete(self, **_ignored):
         request = pecan.request
         context = common.authorize('cyborg:arq:delete')
-        if (arqs is None) == (instance is None):
+        query = validation.query(request, schema.DELETE_QUERY)
+        uuids, instance = query.get('arqs'), query.get('instance')
+        if (uuids is None) == (instance is None):
             raise _invalid(_('Give exactly one of arqs=<uuid>[,<uuid>...] '
                              'and instance=<uuid>.'))
-        project = visible_project(context)
         if instance is not None:
-            common.check_uuid(instance)
             _require_service(context, _('Deleting the ARQs of an instance'))
-            request.conductor_api.arq_delete(context, instance_uuid=instance,
-                                             project_id=project)
+            request.conductor_api.arq_delete(
+                context, instance_uuid=instance,
+                project_id=visible_project(context))
         else:
-            uuids = _uuid_list(arqs)
-            found = db_arqs.get_many(context, uuids, project)
-            if any(arq.instance_uuid for arq in found):
-                _require_service(context, _('Deleting bound ARQs'))
-            request.conductor_api.arq_delete(context, arq_uuids=uuids,
-                                             project_id=project)
+            delete_arqs(request, context, uuids)
         pecan.response.status = 204
 
     @pecan.expose()

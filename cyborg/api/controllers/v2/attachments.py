@@ -9,6 +9,8 @@ import pecan
 from cyborg.api.controllers import common
 from cyborg.api.controllers.v2 import _ops
 from cyborg.api.controllers.v2 import accelerator_requests
+from cyborg.api.schemas import attachments as schema
+from cyborg.api import validation
 from cyborg.db import accelerator_requests as db_arqs
 
 
@@ -40,14 +42,10 @@ class AttachmentsController:
     def index_post(self):
         request = pecan.request
         context = _ops.authorize('cyborg:attachment:create')
-        body = _ops.body_of(
-            request, ('instance_uuid', 'device_profile_name', 'host'),
-            required=('instance_uuid', 'device_profile_name'))
-        instance_uuid = common.check_uuid(_ops.string(body,
-                                                      'instance_uuid'))
+        body = validation.body(request, schema.CREATE)
         uuids = request.conductor_api.attachment_create(
-            context, instance_uuid, _ops.string(body, 'device_profile_name'),
-            _ops.string(body, 'host'))
+            context, body['instance_uuid'], body['device_profile_name'],
+            body.get('host'))
         pecan.response.status = 201
         return {'arqs': [accelerator_requests.view(request, arq)
                          for arq in db_arqs.get_many(context, uuids)]}

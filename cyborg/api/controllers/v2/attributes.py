@@ -7,11 +7,12 @@ import pecan
 from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api import pagination
+from cyborg.api.schemas import attributes as schema
+from cyborg.api.schemas import common as schema_common
+from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.db import attributes as db_attributes
 from cyborg.i18n import _
-
-KEY_MAX = 255
 
 
 def attribute_view(request, row):
@@ -27,43 +28,17 @@ def attribute_view(request, row):
     }
 
 
-def _invalid(message):
-    return exception.InvalidParameterValue(err=message)
-
-
-def deployable_id_of(value):
-    """An integer deployable id, from a query string or a JSON body."""
-    if isinstance(value, bool):
-        raise _invalid(_('deployable_id must be an integer, not %r.')
-                       % value)
-    try:
-        return int(value)
-    except (TypeError, ValueError) as exc:
-        raise _invalid(_('deployable_id must be an integer, not %r.')
-                       % value) from exc
-
-
 def new_attribute(body):
-    """(deployable_id, key, value) of a create request's body."""
-    if not isinstance(body, dict):
-        raise _invalid(_('Expected an object with deployable_id, key and '
-                         'value.'))
-    fields = {'deployable_id', 'key', 'value'}
-    missing, unknown = fields - set(body), set(body) - fields
-    if missing or unknown:
-        raise _invalid(_('Missing fields: %(missing)s; unknown fields: '
-                         '%(unknown)s.') % {
-            'missing': ', '.join(sorted(missing)) or '-',
-            'unknown': ', '.join(sorted(unknown)) or '-'})
-    if not isinstance(body['deployable_id'], int):
-        raise _invalid(_('deployable_id must be an integer.'))
-    key, value = body['key'], body['value']
-    if not isinstance(key, str) or not 0 < len(key) <= KEY_MAX:
-        raise _invalid(_('key must be a string of 1 to %d characters.')
-                       % KEY_MAX)
-    if not isinstance(value, str):
-        raise _invalid(_('value must be a string.'))
-    return deployable_id_of(body['deployable_id']), key, value
+    """(deployable_id, key, value) of a create body valid against
+    ``schemas.attributes.CREATE``: the attribute's fields, or them under
+    ``"attribute"``, the deployable id an integer or its string."""
+    attribute = body.get('attribute', body)
+    deployable_id = int(attribute['deployable_id'])
+    if deployable_id > schema_common.INT_MAX:
+        raise exception.InvalidParameterValue(
+            err=_('deployable_id must be at most %d.')
+            % schema_common.INT_MAX)
+    return deployable_id, attribute['key'], attribute['value']
 
 
 class AttributeController:
@@ -103,12 +78,11 @@ class AttributesController:
     def index_get(self):
         request = pecan.request
         context = common.authorize('cyborg:attribute:get_all')
-        deployable_id = request.GET.get('deployable_id')
-        if deployable_id is not None:
-            deployable_id = deployable_id_of(deployable_id)
+        query = validation.query(request, schema.LIST_QUERY)
         page = pagination.page_from(request, db_attributes.SORT_KEYS)
-        rows = db_attributes.get_all(context, deployable_id=deployable_id,
-                                     key=request.GET.get('key'), page=page)
+        rows = db_attributes.get_all(
+            context, deployable_id=query.get('deployable_id'),
+            key=query.get('key'), page=page)
         return pagination.collection(
             request, 'attributes',
             [attribute_view(request, row) for row in rows], page)
@@ -117,10 +91,8 @@ class AttributesController:
     def index_post(self):
         request = pecan.request
         context = common.authorize('cyborg:attribute:create')
-        deployable_id, key, value = new_attribute(
-            common.json_body(request))
-        uuid = request.conductor_api.attribute_create(context, deployable_id,
-                                                      key, value)
+        uuid = request.conductor_api.attribute_create(
+            context, *new_attribute(validation.body(request, schema.CREATE)))
         pecan.response.status = 201
         return attribute_view(request,
                               db_attributes.get_by_uuid(context, uuid))

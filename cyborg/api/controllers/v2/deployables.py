@@ -8,38 +8,30 @@ standard paging parameters.
 import json
 
 from oslo_utils import strutils
-from oslo_utils import uuidutils
 import pecan
 
 from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api import pagination
+from cyborg.api.schemas import deployables as schema
+from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.db import deployables as db_deployables
 from cyborg.db import pagination as db_pagination
 from cyborg.i18n import _
 
-# upstream's v1 leftovers: accepted, and only some of them take effect.
-FILTER_FIELDS = ('parent_uuid', 'root_uuid', 'board', 'availability',
-                 'interface_type', 'instance_uuid', 'limit', 'marker',
-                 'sort_key', 'sort_dir', 'name')
 PROGRAM_PATH = '/program'
 
 
-def legacy_filters(request):
+def legacy_filters(query):
     """``{field: value}`` of the ``filters.field``/``filters.value``
-    pairs; 400 for an unknown field or a field without a value."""
-    fields = request.GET.getall('filters.field')
-    values = request.GET.getall('filters.value')
+    pairs of a validated query (``schemas.deployables.FILTERS``); 400
+    for a field without a value."""
+    fields = query.get('filters.field', [])
+    values = query.get('filters.value', [])
     if len(fields) != len(values):
         raise exception.InvalidParameterValue(
             err=_('Each filters.field needs one filters.value.'))
-    for field in fields:
-        if field not in FILTER_FIELDS:
-            raise exception.InvalidParameterValue(
-                err=_('Unknown filters.field %(field)r; expected one of '
-                      '%(known)s.') % {'field': field,
-                                       'known': ', '.join(FILTER_FIELDS)})
     return dict(zip(fields, values, strict=True))
 
 
@@ -98,24 +90,10 @@ def deployable_view(request, row, attributes):
 
 
 def program_image(body):
-    """The image uuid of a program patch:
-    ``[{"path": "/program", "op": "replace", "value": [{"image_uuid":
-    <uuid>}]}]``; 400 with what is wrong otherwise."""
-    try:
-        [operation] = body
-        wanted = (PROGRAM_PATH, 'replace')
-        if (operation['path'], operation['op']) != wanted:
-            raise ValueError
-        [value] = operation['value']
-        image_uuid = value['image_uuid']
-    except (TypeError, ValueError, KeyError) as exc:
-        raise exception.InvalidParameterValue(
-            err=_('Expected [{"path": "/program", "op": "replace", '
-                  '"value": [{"image_uuid": "<uuid>"}]}].')) from exc
-    if not isinstance(image_uuid, str) or not uuidutils.is_uuid_like(
-            image_uuid):
-        raise exception.InvalidUUID(uuid=image_uuid)
-    return image_uuid
+    """The image uuid of a program patch valid against
+    ``schemas.deployables.PROGRAM``: ``[{"path": "/program", "op":
+    "replace", "value": [{"image_uuid": <uuid>}]}]``."""
+    return body[0]['value'][0]['image_uuid']
 
 
 class DeployableController:
@@ -145,10 +123,16 @@ class DeployableController:
         pecan.abort(405)
 
     @program.when(method='PATCH', template='json')
-    def program_patch(self):
+    def program_patch(self, again=None):
+        """``again``: openstacksdk (so ``openstack accelerator deployable
+        program``) sends ``.../{uuid}/program/{uuid}``; that is taken,
+        with the same uuid only."""
         context = common.authorize('cyborg:deployable:program')
+        if again is not None and again != self.uuid:
+            pecan.abort(404)
         common.check_uuid(self.uuid)
-        image_uuid = program_image(common.json_body(pecan.request))
+        image_uuid = program_image(validation.body(pecan.request,
+                                                   schema.PROGRAM))
         pecan.request.conductor_api.deployable_program(context, self.uuid,
                                                        image_uuid)
         return self._show()
@@ -165,7 +149,8 @@ class DeployablesController:
     def index_get(self):
         request = pecan.request
         context = common.authorize('cyborg:deployable:get_all')
-        filters = legacy_filters(request)
+        filters = legacy_filters(validation.query(request,
+                                                  schema.LIST_QUERY))
         page = page_with_filters(request, filters, db_deployables.SORT_KEYS)
         rows, attributes = db_deployables.get_all(
             context, name=filters.get('name'), page=page)

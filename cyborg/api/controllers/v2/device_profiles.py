@@ -7,8 +7,6 @@ names. Unlike upstream, a missing name or group is a 400, deleting is
 all-or-nothing, and a profile ARQs use is a 409.
 """
 
-import re
-
 from oslo_utils import uuidutils
 import pecan
 
@@ -16,12 +14,13 @@ from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api import microversion
 from cyborg.api import pagination
+from cyborg.api.schemas import device_profiles as schema
+from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.common import profile_groups
 from cyborg.db import device_profiles as db_device_profiles
 from cyborg.i18n import _
 
-NAME = re.compile(r'^[a-zA-Z0-9-_]+$')
 FIELDS = ('name', 'groups', 'description', 'uuid')
 NAME_LOOKUP_VERSION = '2.2'
 
@@ -37,58 +36,14 @@ def view(request, row):
                                      'device_profiles', row.uuid)]}
 
 
-def _invalid(message):
-    return exception.InvalidParameterValue(err=message)
-
-
-def _one_profile(body):
-    """The profile of a POST body: a list with exactly one object (a bare
-    object is taken too)."""
-    if isinstance(body, dict):
-        return body
-    if not isinstance(body, list) or len(body) != 1 or not isinstance(
-            body[0], dict):
-        raise _invalid(_('Send a list with exactly one device profile '
-                         'object.'))
-    return body[0]
-
-
-def _check_fields(profile):
-    unknown = sorted(set(profile) - set(FIELDS))
-    if unknown:
-        raise _invalid(_('Unknown device profile fields: %s.')
-                       % ', '.join(unknown))
-    name = profile.get('name')
-    if not isinstance(name, str) or not NAME.match(name):
-        raise _invalid(_('A device profile needs a name of letters, digits, '
-                         '"-" and "_".'))
-    description = profile.get('description')
-    if description is not None and not isinstance(description, str):
-        raise _invalid(_('The description must be a string.'))
-    uuid = profile.get('uuid')
-    if uuid is not None and not (isinstance(uuid, str)
-                                 and uuidutils.is_uuid_like(uuid)):
-        raise exception.InvalidUUID(uuid=uuid)
-
-
 def validated(body):
-    """The values to create from a POST body; 400 with what is wrong."""
-    profile = _one_profile(body)
-    _check_fields(profile)
-    groups = profile.get('groups')
-    if not isinstance(groups, list) or not groups:
-        raise _invalid(_('A device profile needs a non-empty list of '
-                         'groups.'))
+    """The values to create from a POST body valid against
+    ``schemas.device_profiles.CREATE``; 400 for a bad group."""
+    profile = body[0] if isinstance(body, list) else body
     values = {key: profile.get(key) for key in FIELDS}
-    values['groups'] = [profile_groups.normalize_group(g) for g in groups]
+    values['groups'] = [profile_groups.normalize_group(g)
+                        for g in profile['groups']]
     return values
-
-
-def _names(value):
-    names = [name.strip() for name in value.split(',') if name.strip()]
-    if not names:
-        raise _invalid(_('Name at least one device profile.'))
-    return names
 
 
 class DeviceProfileController:
@@ -116,8 +71,9 @@ class DeviceProfileController:
     @index.when(method='DELETE', template='json')
     def index_delete(self):
         context = common.authorize('cyborg:device_profile:delete')
-        pecan.request.conductor_api.device_profile_delete(
-            context, _names(self.ident))
+        names = validation.path_value('value', self.ident,
+                                      schema.DELETE_QUERY)
+        pecan.request.conductor_api.device_profile_delete(context, names)
         pecan.response.status = 204
 
 
@@ -129,11 +85,11 @@ class DeviceProfilesController:
         pecan.abort(405)
 
     @index.when(method='GET', template='json')
-    def index_get(self, name=None, **_ignored):
+    def index_get(self, **_ignored):
         request = pecan.request
         context = common.authorize('cyborg:device_profile:get_all')
+        names = validation.query(request, schema.LIST_QUERY).get('name')
         page = pagination.page_from(request, db_device_profiles.SORT_KEYS)
-        names = _names(name) if name is not None else None
         rows = db_device_profiles.get_all(context, names=names, page=page)
         return pagination.collection(request, 'device_profiles',
                                      [view(request, row) for row in rows],
@@ -143,7 +99,7 @@ class DeviceProfilesController:
     def index_post(self):
         request = pecan.request
         context = common.authorize('cyborg:device_profile:create')
-        values = validated(common.json_body(request))
+        values = validated(validation.body(request, schema.CREATE))
         uuid = request.conductor_api.device_profile_create(context, values)
         row = db_device_profiles.get(context, uuid, by_name=False)
         body = view(request, row)
@@ -151,13 +107,11 @@ class DeviceProfilesController:
         return body
 
     @index.when(method='DELETE', template='json')
-    def index_delete(self, value=None, **_ignored):
+    def index_delete(self, **_ignored):
+        request = pecan.request
         context = common.authorize('cyborg:device_profile:delete')
-        if value is None:
-            raise _invalid(_('Name the profiles to delete: ?value=<uuid> or '
-                             '?value=<name>[,<name>...].'))
-        pecan.request.conductor_api.device_profile_delete(context,
-                                                          _names(value))
+        names = validation.query(request, schema.DELETE_QUERY)['value']
+        request.conductor_api.device_profile_delete(context, names)
         pecan.response.status = 204
 
     @pecan.expose()

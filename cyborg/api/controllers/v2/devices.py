@@ -13,6 +13,8 @@ from cyborg.api.controllers import link
 from cyborg.api.controllers.v2 import deployables
 from cyborg.api import microversion
 from cyborg.api import pagination
+from cyborg.api.schemas import devices as schema
+from cyborg.api import validation
 from cyborg.db import devices as db_devices
 
 STATUS_VERSION = '2.3'
@@ -96,11 +98,11 @@ class DevicesController:
     def index_get(self):
         request = pecan.request
         context = common.authorize('cyborg:device:get_all')
-        legacy = deployables.legacy_filters(request)
+        query = validation.query(request, schema.LIST_QUERY)
+        legacy = deployables.legacy_filters(query)
         page = deployables.page_with_filters(request, legacy,
                                              db_devices.DEVICE_SORT_KEYS)
-        filters = {key: request.GET[key] for key in QUERY_FILTERS
-                   if key in request.GET}
+        filters = {key: query[key] for key in QUERY_FILTERS if key in query}
         rows = db_devices.list_for_api(context, filters, page)
         return pagination.collection(
             request, 'devices', [device_view(request, r) for r in rows],

@@ -5,10 +5,8 @@ the agents reported, with one summary per host."""
 import pecan
 
 from cyborg.api.controllers.v2 import _ops
-from cyborg.common import exception
-from cyborg.i18n import _
-
-MAX_TIMEOUT = 600
+from cyborg.api.schemas import discovery as schema
+from cyborg.api import validation
 
 
 class DiscoveryController:
@@ -21,14 +19,6 @@ class DiscoveryController:
     def index_post(self):
         request = pecan.request
         context = _ops.authorize('cyborg:discovery:create')
-        body = _ops.body_of(request, ('host', 'timeout'))
-        timeout = body.get('timeout')
-        if timeout is not None and (
-                isinstance(timeout, bool) or
-                not isinstance(timeout, (int, float)) or
-                not 0 < timeout <= MAX_TIMEOUT):
-            raise exception.InvalidParameterValue(
-                err=_('timeout must be a number of seconds between 0 and '
-                      '%d.') % MAX_TIMEOUT)
+        body = validation.body(request, schema.CREATE)
         return {'hosts': request.conductor_api.discover_hosts(
-            context, _ops.string(body, 'host'), timeout)}
+            context, body.get('host'), body.get('timeout'))}

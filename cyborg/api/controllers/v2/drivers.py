@@ -9,6 +9,8 @@ use). Operations answer one status per host once the agents reported.
 import pecan
 
 from cyborg.api.controllers.v2 import _ops
+from cyborg.api.schemas import drivers as schema
+from cyborg.api import validation
 from cyborg.db import hosts as db_hosts
 
 
@@ -34,16 +36,17 @@ class DriverController:
     def index_patch(self):
         request = pecan.request
         context = _ops.authorize('cyborg:driver:update')
-        body = _ops.body_of(request, ('host',))
+        body = validation.body(request, schema.UPDATE)
         return {'drivers': request.conductor_api.driver_update(
-            context, self.name, _ops.string(body, 'host'))}
+            context, self.name, body.get('host'))}
 
     @index.when(method='DELETE', template='json')
     def index_delete(self):
         request = pecan.request
         context = _ops.authorize('cyborg:driver:uninstall')
-        request.conductor_api.driver_uninstall(
-            context, self.name, request.GET.get('host') or None)
+        host = validation.query(request, schema.HOST_QUERY).get('host')
+        request.conductor_api.driver_uninstall(context, self.name,
+                                               host or None)
         pecan.response.status = 204
 
 
@@ -56,16 +59,16 @@ class DriversController:
     @index.when(method='GET', template='json')
     def index_get(self):
         context = _ops.authorize('cyborg:driver:get_all')
-        return {'drivers': _rows(context,
-                                 pecan.request.GET.get('host') or None)}
+        host = validation.query(pecan.request, schema.HOST_QUERY).get('host')
+        return {'drivers': _rows(context, host or None)}
 
     @index.when(method='POST', template='json')
     def index_post(self):
         request = pecan.request
         context = _ops.authorize('cyborg:driver:install')
-        body = _ops.body_of(request, ('name', 'host'), required=('name',))
+        body = validation.body(request, schema.INSTALL)
         return {'drivers': request.conductor_api.driver_install(
-            context, _ops.string(body, 'name'), _ops.string(body, 'host'))}
+            context, body['name'], body.get('host'))}
 
     @pecan.expose()
     def _lookup(self, name, *remainder):

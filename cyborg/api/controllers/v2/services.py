@@ -15,6 +15,8 @@ lower case (``pgpu``, ``fpga``, ``custom_nic``...). The status is
 import pecan
 
 from cyborg.api.controllers.v2 import _ops
+from cyborg.api.schemas import services as schema
+from cyborg.api import validation
 from cyborg.db import deployables as db_deployables
 
 _TRAIT_SERVICES = {'CUSTOM_QAT_CRYPTO': 'crypto',
@@ -66,9 +68,10 @@ class ServicesController:
     def index_get(self):
         request = pecan.request
         context = _ops.authorize('cyborg:service:get_all')
+        query = validation.query(request, schema.LIST_QUERY)
         rows, attributes = db_deployables.services(
-            context, request.GET.get('host') or None,
-            request.GET.get('device_type') or None)
+            context, query.get('host') or None,
+            query.get('device_type') or None)
         return {'services': [
             service_view(row, service) for row in rows
             for service in services_of(row, attributes[row.id])]}

@@ -53,6 +53,8 @@ class APIResourceTestCase(base.TestCase):
 
     backend = 'sqlite'
     messaging = 'fake'
+    # True: the database is reached through self.db.gate (faults.TcpGate).
+    gated_database = False
 
     def setUp(self):
         super().setUp()
@@ -60,8 +62,8 @@ class APIResourceTestCase(base.TestCase):
         self.conf.register_opts(cors.OPTS, group='cors')
         self.conf.register_opts(http_proxy_to_wsgi.OPTS,
                                 group='oslo_middleware')
-        self.db = self.useFixture(
-            cyborg_fixtures.Database(self, backend=self.backend))
+        self.db = self.useFixture(cyborg_fixtures.Database(
+            self, backend=self.backend, gated=self.gated_database))
         self.messages = self.useFixture(
             cyborg_fixtures.Messaging(self, self.conf, self.messaging))
         policy.reset()

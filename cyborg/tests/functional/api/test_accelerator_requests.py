@@ -5,11 +5,16 @@ Nova on a loopback port that records the external events it receives."""
 import concurrent.futures
 import uuid as uuidlib
 
+from keystoneauth1 import adapter as ks_adapter
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import service_token
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 
 from cyborg.accelerator.drivers.fake import driver as fake_driver
+from cyborg.api import server as api_server
 from cyborg.common import states
 from cyborg.conductor import binding
 from cyborg.conductor import reporting
@@ -26,7 +31,9 @@ GROUP = {'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}
 NOVA_USER = dict(base.MEMBER)
 
 
-class _ARQTests:
+class ARQSetup:
+    """A host with the fake driver's card, a profile, a stand-in Nova;
+    helpers to create and bind ARQs."""
 
     def setUp(self):
         super().setUp()
@@ -70,6 +77,14 @@ class _ARQTests:
                               headers=NOVA_USER, service=True)
         return instance, response
 
+    def told(self):
+        """Once the conductor tried to send the events of the binds it
+        committed (it sends them after the bind returns)."""
+        self.assertTrue(self.conductor.binding.events.wait_idle(30))
+
+
+class _ARQTests(ARQSetup):
+
     def test_create_show_list(self):
         arqs = self.create()
         self.assertEqual(1, len(arqs))
@@ -96,6 +111,7 @@ class _ARQTests:
         self.assertEqual(states.BOUND, arq['state'])
         self.assertEqual('TEST_PCI', arq['attach_handle_type'])
         self.assertEqual('0c', arq['attach_handle_info']['bus'])
+        self.told()
         self.assertEqual([{'name': 'accelerator-request-bound',
                            'server_uuid': instance, 'tag': arq['uuid'],
                            'status': 'completed'}], self.nova.events)
@@ -106,6 +122,51 @@ class _ARQTests:
         with db_api.reader.using(self.context) as session:
             self.assertEqual(0, session.query(models.AttachHandle).filter_by(
                 in_use=True).count())
+
+    def serve_api(self):
+        """The API on a loopback port; its endpoint."""
+        server = api_server.WSGIServer(self.app, '127.0.0.1', 0, 4,
+                                       name='cyborg-api')
+        server.start()
+        self.addCleanup(server.stop)
+        return 'http://127.0.0.1:%d' % server.port
+
+    def test_nova_boot_sequence_with_keystoneauth_service_token(self):
+        # Nova's session: the user's token wrapped with its own service
+        # token, sent over HTTP as keystoneauth sends them (X-Auth-Token
+        # and X-Service-Token, no identity headers).
+        endpoint = self.serve_api()
+        user_token = 'alice:%s' % base.PROJECT
+        user = ks_adapter.Adapter(ks_session.Session(
+            auth=token_endpoint.Token(endpoint, user_token)),
+            service_type='accelerator')
+        nova_session = ks_adapter.Adapter(ks_session.Session(
+            auth=service_token.ServiceTokenAuthWrapper(
+                user_auth=token_endpoint.Token(endpoint, user_token),
+                service_auth=token_endpoint.Token(endpoint, 'nova'))),
+            service_type='accelerator')
+        arqs = user.post(PATH, json={'device_profile_name': PROFILE},
+                         raise_exc=False)
+        self.assertEqual(201, arqs.status_code, arqs.text)
+        arqs = arqs.json()['arqs']
+        instance = uuidutils.generate_uuid()
+        patch = self.bind_patch(arqs, instance)
+        refused = user.patch(PATH, json=patch, raise_exc=False)
+        self.assertEqual(403, refused.status_code, refused.text)
+        bound = nova_session.patch(PATH, json=patch, raise_exc=False)
+        self.assertEqual(202, bound.status_code, bound.text)
+        [arq] = nova_session.get(
+            PATH, params={'instance': instance, 'bind_state': 'resolved'},
+            raise_exc=False).json()['arqs']
+        self.assertEqual(states.BOUND, arq['state'])
+        self.assertEqual(base.PROJECT, arq['project_id'])
+        refused = user.delete(PATH, params={'instance': instance},
+                              raise_exc=False)
+        self.assertEqual(403, refused.status_code, refused.text)
+        deleted = nova_session.delete(PATH, params={'instance': instance},
+                                      raise_exc=False)
+        self.assertEqual(204, deleted.status_code, deleted.text)
+        self.assertEqual([], user.get(PATH).json()['arqs'])
 
     def test_binding_twice_is_409(self):
         arqs = self.create()
@@ -135,6 +196,7 @@ class _ARQTests:
         [arq] = self.get(PATH, headers=NOVA_USER, instance=instance,
                          bind_state='resolved').json['arqs']
         self.assertEqual(states.BIND_FAILED, arq['state'])
+        self.told()
         self.assertEqual(['failed'], [e['status'] for e in self.nova.events])
 
     def test_unresolved_instance_is_423(self):
@@ -197,8 +259,9 @@ class _ARQTests:
     def test_create_errors(self):
         for body in ({}, {'device_profile_name': 7}, [], 'x'):
             self.assert_error(self.post(PATH, body, headers=NOVA_USER), 400)
-        self.assert_error(self.post(PATH, {'device_profile_name': 'nope'},
-                                    headers=NOVA_USER), 404)
+        for name in ('nope', ''):
+            self.assert_error(self.post(PATH, {'device_profile_name': name},
+                                        headers=NOVA_USER), 404)
         self.assert_error(self.post(PATH, {'device_profile_name': PROFILE},
                                     headers=base.READER), 403)
 
@@ -239,14 +302,79 @@ class _ARQTests:
             PATH, headers=NOVA_USER, service=True,
             instance=uuidutils.generate_uuid()).status_int)
 
+    def test_patch_one_arq(self):
+        """``PATCH /{uuid}`` (openstacksdk, ``openstack accelerator arq
+        bind/unbind``) binds and unbinds like the collection's PATCH."""
+        first, second = self.create()[0], self.create()[0]
+        one = PATH + '/' + first['uuid']
+        add = self.bind_patch([first, second], uuidutils.generate_uuid())
+        remove = {first['uuid']: [{'op': 'remove', 'path': '/hostname'}]}
+        for body in ({second['uuid']: add[second['uuid']]}, add, {}):
+            self.assert_error(self.patch(one, body, headers=NOVA_USER,
+                                         service=True), 400)
+        self.assert_error(self.patch(PATH + '/nope', remove,
+                                     headers=NOVA_USER, service=True), 400)
+        missing = uuidutils.generate_uuid()
+        self.assert_error(self.patch(
+            PATH + '/' + missing, {missing: add[first['uuid']]},
+            headers=NOVA_USER, service=True), 404)
+        bind = {first['uuid']: add[first['uuid']]}
+        self.assert_error(self.patch(one, bind, headers=NOVA_USER), 403,
+                          'service')
+        self.assert_error(self.patch(one, bind, headers=base.OTHER,
+                                     service=True), 404)
+        self.assertEqual(states.INITIAL, self.get(one).json['state'])
+        response = self.patch(one, bind, headers=NOVA_USER, service=True)
+        self.assertEqual(202, response.status_int, response.body)
+        self.assertEqual(b'', response.body)
+        self.assertEqual(states.BOUND, self.get(one).json['state'])
+        self.assertEqual(states.INITIAL, self.get(
+            PATH + '/' + second['uuid']).json['state'])
+        self.assert_error(self.patch(one, remove, headers=NOVA_USER), 403)
+        self.assert_error(self.patch(one, remove, headers=base.OTHER,
+                                     service=True), 404)
+        response = self.patch(one, remove, headers=NOVA_USER, service=True)
+        self.assertEqual(202, response.status_int, response.body)
+        self.assertEqual(states.UNBOUND, self.get(one).json['state'])
+
+    def test_delete_one_arq(self):
+        """``DELETE /{uuid}`` (openstacksdk, ``openstack accelerator arq
+        delete``) is ``DELETE ?arqs=<uuid>``."""
+        unbound, bound = self.create()[0], self.create()[0]
+        self.bind([bound])
+        self.assert_error(self.delete(PATH + '/nope'), 400)
+        self.assert_error(self.delete(
+            PATH + '/' + uuidutils.generate_uuid()), 404)
+        for arq in (unbound, bound):
+            self.assert_error(self.delete(PATH + '/' + arq['uuid'],
+                                          headers=base.OTHER), 404)
+        self.assert_error(self.delete(PATH + '/' + bound['uuid'],
+                                      headers=NOVA_USER), 403, 'service')
+        self.assertEqual(2, len(self.get(PATH).json['arqs']))
+        response = self.delete(PATH + '/' + unbound['uuid'],
+                               headers=NOVA_USER)
+        self.assertEqual(204, response.status_int, response.body)
+        response = self.delete(PATH + '/' + bound['uuid'],
+                               headers=NOVA_USER, service=True)
+        self.assertEqual(204, response.status_int, response.body)
+        self.assertEqual([], self.get(PATH).json['arqs'])
+        self.assert_error(self.delete(PATH + '/' + unbound['uuid'],
+                                      headers=NOVA_USER), 404)
+        with db_api.reader.using(self.context) as session:
+            self.assertEqual(0, session.query(models.AttachHandle).filter_by(
+                in_use=True).count())
+
     def test_conductor_restart_fails_its_unfinished_binds(self):
         [arq] = self.create()
         instance = uuidutils.generate_uuid()
-        db_arqs.start_binds(self.context, {arq['uuid']: {
+        # A bind whose device is still being prepared: BindStarted, with
+        # its attach handle.
+        claims, failed = db_arqs.bind(self.context, {arq['uuid']: {
             'hostname': self.hostname, 'device_rp_uuid': self.rp_uuid,
             'instance_uuid': instance, 'project_id': base.PROJECT}},
-            None, self.conf.host)
-        db_arqs.claim_handle(self.context, arq['uuid'])
+            None, self.conf.host, lambda _arq, _handle: False)
+        self.assertEqual(([arq['uuid']], []),
+                         ([c.arq.uuid for c in claims], failed))
         # The conductor "died" here; a new one starts on the same host.
         binding.Binding(self.conf).recover(self.context)
         shown = self.get(PATH + '/' + arq['uuid']).json
@@ -281,6 +409,7 @@ class _ARQTests:
         arqs = self.create()
         instance, response = self.bind(arqs)
         self.assertEqual(202, response.status_int)
+        self.told()
         self.assertEqual(1, len(self.nova.events))
         self.nova.status = 207  # every event 422: delivered as far as can be
         binding.Binding(self.conf).check(self.context)
@@ -296,6 +425,7 @@ class _ARQTests:
             del self.nova.events[:]
             instance, response = self.bind(self.create())
             self.assertEqual(202, response.status_int)
+            self.told()
             binding.Binding(self.conf).check(self.context)
             binding.Binding(self.conf).check(self.context)
             # An instance Nova does not have is not sent again; an event

@@ -49,7 +49,7 @@ class APITestCase(base.TestCase):
 
     def assert_v2_headers(self, response, version):
         self.assertEqual('2.0', response.headers[V2_HEADERS[0]])
-        self.assertEqual('2.5', response.headers[V2_HEADERS[1]])
+        self.assertEqual('2.6', response.headers[V2_HEADERS[1]])
         self.assertIn('OpenStack-API-Version', response.vary)
         if version is None:
             self.assertNotIn('OpenStack-API-Version', response.headers)
@@ -61,7 +61,7 @@ class APITestCase(base.TestCase):
 class VersionDocumentTest(APITestCase):
 
     def _v2_summary(self, href):
-        return {'id': 'v2', 'status': 'CURRENT', 'max_version': '2.5',
+        return {'id': 'v2', 'status': 'CURRENT', 'max_version': '2.6',
                 'min_version': '2.0',
                 'links': [{'href': href, 'rel': 'self'}]}
 
@@ -84,7 +84,7 @@ class VersionDocumentTest(APITestCase):
         self.assertEqual(200, response.status_int)
         self.assertEqual(
             {'id': 'v2.0', 'status': 'CURRENT', 'min_version': '2.0',
-             'max_version': '2.5',
+             'max_version': '2.6',
              'links': [{'href': 'http://localhost/v2/', 'rel': 'self'}]},
             response.json)
         self.assert_v2_headers(response, '2.0')
@@ -137,8 +137,8 @@ class MicroversionTest(APITestCase):
 
     def test_requested_version_is_served(self):
         self.assert_v2_headers(self._get('accelerator 2.2'), '2.2')
-        self.assert_v2_headers(self._get('accelerator latest'), '2.5')
-        self.assert_v2_headers(self._get('latest'), '2.5')
+        self.assert_v2_headers(self._get('accelerator latest'), '2.6')
+        self.assert_v2_headers(self._get('latest'), '2.6')
         self.assert_v2_headers(self._get('2.1'), '2.1')
 
     def test_unacceptable_versions(self):

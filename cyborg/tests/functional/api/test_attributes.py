@@ -72,6 +72,27 @@ class AttributesTest(test_deployables.Inventory, base.APIResourceTestCase):
         self.assert_error(self.get(path), 404, body['uuid'])
         self.assert_error(self.delete(path), 404, body['uuid'])
 
+    def test_deployable_id_as_a_string(self):
+        """What ``openstack accelerator device attribute create`` sends;
+        upstream takes it too."""
+        response = self.post('/v2/attributes', {
+            'deployable_id': str(self.fpga.id), 'key': 'k', 'value': 'v'})
+        self.assertEqual(201, response.status_int, response.body)
+        self.assertEqual(self.fpga.id, response.json['deployable_id'])
+
+    def test_body_wrapped_as_openstacksdk_sends_it(self):
+        """openstacksdk sends ``{"attribute": {...}}``; upstream fails it
+        with a 500."""
+        response = self.post('/v2/attributes', {'attribute': {
+            'deployable_id': self.fpga.id, 'key': 'k', 'value': 'v'}})
+        self.assertEqual(201, response.status_int, response.body)
+        self.assertEqual('k', response.json['key'])
+        for body in ({'attribute': {'key': 'k', 'value': 'v'}},
+                     {'attribute': 'k'},
+                     {'attribute': {'deployable_id': self.fpga.id,
+                                    'key': 'k2', 'value': 'v'}, 'key': 'k'}):
+            self.assert_error(self.post('/v2/attributes', body), 400)
+
     def test_create_refusals(self):
         self.assertEqual(201, self.create().status_int)
         self.assert_error(self.create(), 409, 'owner')
@@ -83,7 +104,8 @@ class AttributesTest(test_deployables.Inventory, base.APIResourceTestCase):
                 (None, 'deployable_id'), ([], 'deployable_id'),
                 ({'key': 'k', 'value': 'v'}, 'deployable_id'),
                 (dict(good, color='red'), 'color'),
-                (dict(good, deployable_id='1'), 'deployable_id'),
+                (dict(good, deployable_id='x1'), 'deployable_id'),
+                (dict(good, deployable_id=1.5), 'deployable_id'),
                 (dict(good, deployable_id=True), 'deployable_id'),
                 (dict(good, key=''), 'key'),
                 (dict(good, key='k' * 256), 'key'),

@@ -340,6 +340,18 @@ class ProgramTest(Inventory, ProgramStandIns, base.APIResourceTestCase):
         request.content_type = 'application/json'
         self.assert_error(request.get_response(self.app), 400, 'JSON')
 
+    def test_the_path_openstacksdk_sends(self):
+        """``.../{uuid}/program/{uuid}``, the same uuid twice."""
+        response = self.patch('%s/%s' % (self.path, self.fpga.uuid),
+                              program_body(self.image['id']))
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual(self.image['id'], response.json['bitstream_id'])
+        for other in (self.gpu.uuid, 'x'):
+            self.assertEqual(404, self.patch(
+                '%s/%s' % (self.path, other),
+                program_body(self.image['id'])).status_int)
+        self.assertEqual(1, len(self.agent.calls))
+
     def test_unknown_image_or_deployable(self):
         missing = str(uuid.uuid4())
         self.assert_error(self.patch(self.path, program_body(missing)), 400,

@@ -103,6 +103,12 @@ class _DeviceProfileTests:
             base.ADMIN, **{'Content-Type': 'application/json'}))
         self.assertEqual(400, response.status_int)
 
+    def test_name_longer_than_its_column_is_400(self):
+        """Upstream's database refuses it with a 500."""
+        self.create('n' * 255)
+        self.assert_error(self.post(PATH, [profile('n' * 256)]), 400,
+                          '255')
+
     def test_duplicate_name_is_409(self):
         self.create('twice')
         self.assert_error(self.post(PATH, [profile('twice')]), 409, 'twice')

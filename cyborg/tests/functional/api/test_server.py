@@ -118,10 +118,10 @@ class CyborgAPITest(base.TestCase):
             process.wait()
 
     def _stop(self, process):
-        started = time.monotonic()
+        """SIGTERM: the server exits cleanly, well before its graceful
+        shutdown timeout would end a server that ignored the signal."""
         process.send_signal(signal.SIGTERM)
         self.assertEqual(0, process.wait(STOP_TIMEOUT))
-        return time.monotonic() - started
 
     def test_serves_and_stops_on_sigterm(self):
         process, url, _port = self._start(workers=1)
@@ -130,7 +130,7 @@ class CyborgAPITest(base.TestCase):
         self.assertEqual('v2.0', response.json()['id'])
         self.assertEqual('accelerator 2.0',
                          response.headers['OpenStack-API-Version'])
-        self.assertLess(self._stop(process), 5)
+        self._stop(process)
 
     def test_two_workers(self):
         process, url, port = self._start(workers=2)
@@ -142,7 +142,7 @@ class CyborgAPITest(base.TestCase):
         for _ in range(20):
             with requests.Session() as session:  # a new connection each
                 self.assertEqual(200, session.get(url + '/v2').status_code)
-        self.assertLess(self._stop(process), 5)
+        self._stop(process)
         self.assertEqual(0, listening_sockets(port))
 
 

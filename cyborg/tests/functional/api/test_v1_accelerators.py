@@ -7,6 +7,7 @@ import datetime
 import json
 import uuid
 
+import fixtures
 from oslo_db import exception as db_exc
 from oslo_utils import timeutils
 import sqlalchemy as sa
@@ -15,6 +16,7 @@ from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import manager as agent_manager
 from cyborg.common import rpc
 from cyborg.conductor import placement_sync
+from cyborg.db import accelerators as db_accelerators
 from cyborg.db import api as db_api
 from cyborg.db import models
 from cyborg.tests import fixtures as cyborg_fixtures
@@ -40,6 +42,15 @@ class AcceleratorsTest(test_deployables.Inventory,
                                           self.host)
         self.driver = self.agent.drivers['fake_driver']
 
+    def card_removed(self):
+        """The card leaves the host: the running agent finds nothing
+        and reports it. A report of the agent's own (its hello, a
+        heartbeat) may be under way; the agent sends one report at a
+        time, so once this one is back every later one is empty too."""
+        self.useFixture(fixtures.MockPatchObject(self.driver, 'discover',
+                                                 return_value=[]))
+        self.agent._report(self.context)
+
     def create(self, name, expect=201, **body):
         response = self.post(PATH, dict(body, name=name))
         self.assertEqual(expect, response.status_int, response.body)
@@ -60,10 +71,50 @@ class AcceleratorsTest(test_deployables.Inventory,
 
     # GET
 
-    def test_empty_list(self):
+    def provisioned(self):
+        """The accelerators of the list, without the hardware entries."""
+        return [a for a in self.get(PATH).json['accelerators']
+                if a['uuid'] != a['deployable_uuid']]
+
+    def card(self):
+        """The fake card's entry in the list."""
+        [card] = [a for a in self.get(PATH).json['accelerators']
+                  if a['uuid'] == a['deployable_uuid']]
+        return card
+
+    def test_discovered_card_is_listed(self):
         response = self.get(PATH)
         self.assertEqual(200, response.status_int)
-        self.assertEqual({'accelerators': []}, response.json)
+        [deployable] = self.rows(models.Deployable)
+        [device] = self.rows(models.Device)
+        location = 'http://localhost/v1/accelerators/%s' % deployable.uuid
+        card = {
+            'uuid': deployable.uuid, 'name': deployable.name,
+            'state': 'ready', 'host': self.host,
+            'device_uuid': device.uuid, 'deployable_uuid': deployable.uuid,
+            'instance_uuid': None, 'attached_host': None,
+            'spec_version': None, 'free': 16,
+            'acc_specs': {'remote': 0, 'num': 16, 'device_type': 'FPGA',
+                          'acc_capability': {
+                              'resource_class': 'FPGA',
+                              'traits': ['CUSTOM_FAKE_DEVICE']}},
+            'links': [{'rel': 'self', 'href': location}]}
+        [listed] = response.json['accelerators']
+        strip = ('created_at', 'updated_at')
+        self.assertEqual(card, {k: v for k, v in listed.items()
+                                if k not in strip})
+        shown = self.get(location)
+        self.assertEqual(200, shown.status_int, shown.body)
+        self.assertEqual(listed, shown.json)
+        # It is hardware: attach, detach and spec changes want an
+        # accelerator provisioned from it.
+        for method, path, body in (
+                ('PUT', location, {}), ('DELETE', location, None),
+                ('PUT', location + '/acc_specs', {'acc_specs': {}})):
+            self.assert_error(self.request(method, path, body), 409,
+                              'POST /v1/accelerators')
+        self.create('one')
+        self.assertEqual(15, self.card()['free'])
 
     def test_show_unknown_and_bad_uuid(self):
         self.assert_error(self.get('%s/%s' % (PATH, uuid.uuid4())), 404,
@@ -89,7 +140,7 @@ class AcceleratorsTest(test_deployables.Inventory,
             'state': 'available', 'host': host,
             'deployable_uuid': row.uuid, 'instance_uuid': None,
             'attached_host': None, 'spec_version': 1,
-            'acc_specs': {'remote': 0, 'num': 16, 'device_type': 'FPGA',
+            'acc_specs': {'remote': 0, 'num': 1, 'device_type': 'FPGA',
                           'acc_capability': {
                               'resource_class': 'FPGA',
                               'traits': ['CUSTOM_FAKE_DEVICE']}},
@@ -98,8 +149,7 @@ class AcceleratorsTest(test_deployables.Inventory,
              if k not in ('created_at', 'updated_at', 'device_uuid')})
         self.assertEqual({json.dumps(fake_driver.PCI_ADDRESS,
                                      sort_keys=True)}, self.driver.set_up)
-        self.assertEqual([accelerator],
-                         self.get(PATH).json['accelerators'])
+        self.assertEqual([accelerator], self.provisioned())
 
     def test_create_with_uuid_in_body(self):
         first = str(uuid.uuid4())
@@ -117,14 +167,14 @@ class AcceleratorsTest(test_deployables.Inventory,
                 ({}, "'name' is a required property"),
                 ({'name': 'x', 'vendor': 'y'}, 'Additional properties'),
                 ({'name': 'x', 'uuid': 'nope'}, "is not a 'uuid'"),
-                ({'name': 7}, 'is not of type'),
-                ([{'name': 'x'}], 'is not of type')]:
+                ({'name': 7}, 'name: expected a string'),
+                ([{'name': 'x'}], 'expected an object with name')]:
             self.assert_error(self.post(PATH, body), 400, text)
         self.assert_error(
             self.post('%s/%s' % (PATH, uuid.uuid4()),
                       {'name': 'x', 'uuid': str(uuid.uuid4())}),
             400, 'not the one in the path')
-        self.assertEqual([], self.get(PATH).json['accelerators'])
+        self.assertEqual([], self.provisioned())
 
     def test_create_conflicts_are_409(self):
         taken = str(uuid.uuid4())
@@ -133,16 +183,26 @@ class AcceleratorsTest(test_deployables.Inventory,
                           'already exists')
         self.assert_error(self.post(PATH, {'name': 'x', 'uuid': taken}),
                           409, 'already exists')
-        # The one card is claimed now.
-        self.assert_error(self.post(PATH, {'name': 'two'}), 409,
-                          'No free deployable')
+        # The card's uuid names its hardware entry.
+        self.assert_error(self.post(PATH, {
+            'name': 'x', 'uuid': self.card()['uuid']}), 409, 'already exists')
+        # The card has 16 accelerators: 15 more, then it is exhausted.
+        for number in range(2, 17):
+            self.create('acc-%d' % number)
+        self.assertEqual(0, self.card()['free'])
+        self.assert_error(self.post(PATH, {'name': 'seventeen'}), 409,
+                          'hardware is exhausted')
+        self.assert_error(self.post(PATH, {'name': 'seventeen'}), 409,
+                          'All 16 units')
+        units = sorted(row.unit for row in self.rows(models.Accelerator))
+        self.assertEqual(list(range(16)), units)
 
     def test_failed_setup_is_a_502_and_frees_the_name(self):
         # The driver's setup step breaks (set_up cannot be added to).
         self.driver.set_up = None
         response = self.post(PATH, {'name': 'doomed'})
         self.assert_error(response, 502, 'Provisioning accelerator doomed')
-        self.assertEqual([], self.get(PATH).json['accelerators'])
+        self.assertEqual([], self.provisioned())
         self.driver.set_up = set()
         self.create('doomed')
 
@@ -150,7 +210,8 @@ class AcceleratorsTest(test_deployables.Inventory,
         with db_api.writer.using(self.context) as session:
             session.query(models.Device).update({'status': 'maintaining'})
         self.assert_error(self.post(PATH, {'name': 'x'}), 409,
-                          'No free deployable')
+                          '16 more are on devices not ready yet')
+        self.assertEqual('inactive', self.card()['state'])
 
     def test_stale_claims_expire(self):
         self.create('stuck')
@@ -161,7 +222,7 @@ class AcceleratorsTest(test_deployables.Inventory,
                 'created_at': timeutils.utcnow() -
                 datetime.timedelta(hours=1)})
         self.conductor.accelerators.expire_claims(self.context)
-        self.assertEqual([], self.get(PATH).json['accelerators'])
+        self.assertEqual([], self.provisioned())
         self.create('stuck')
 
     def test_attached_deployable_is_kept_when_no_longer_reported(self):
@@ -169,15 +230,13 @@ class AcceleratorsTest(test_deployables.Inventory,
         path = '%s/%s' % (PATH, accelerator['uuid'])
         self.request('PUT', path, {'instance_uuid': INSTANCE})
         attached = self.get(path).json
-        digest = agent_manager.report_hash([])
-        self.conductor.reporting.report(self.context, self.host, [], digest)
+        self.card_removed()
         self.assertEqual(attached, self.get(path).json)
 
     def test_gone_deployable_leaves_the_accelerator_unavailable(self):
         accelerator = self.created('orphan')
         path = '%s/%s' % (PATH, accelerator['uuid'])
-        digest = agent_manager.report_hash([])
-        self.conductor.reporting.report(self.context, self.host, [], digest)
+        self.card_removed()
         shown = self.get(path).json
         self.assertEqual(('unavailable', None, None),
                          (shown['state'], shown['deployable_uuid'],
@@ -186,16 +245,53 @@ class AcceleratorsTest(test_deployables.Inventory,
         self.assert_error(self.request('PUT', path, {
             'instance_uuid': INSTANCE}), 409, 'it is unavailable')
 
-    def test_one_deployable_per_accelerator(self):
+    def test_one_accelerator_per_unit(self):
         accelerator = self.created('first')
         [deployable] = self.rows(models.Deployable,
                                  uuid=accelerator['deployable_uuid'])
-        def second():
+        [first] = self.rows(models.Accelerator)
+        self.assertEqual(0, first.unit)
+
+        def add(name, unit):
             with db_api.writer.using(self.context) as session:
                 session.add(models.Accelerator(
-                    uuid=str(uuid.uuid4()), name='second',
+                    uuid=str(uuid.uuid4()), name=name, unit=unit,
                     deployable_id=deployable.id, state='available'))
-        self.assertRaises(db_exc.DBDuplicateEntry, second)
+        add('second', 1)
+        self.assertRaises(db_exc.DBDuplicateEntry, add, 'third', 1)
+
+    def test_two_creates_for_the_last_unit(self):
+        """Two requests read the last unit free: the unique constraint
+        lets the first to write win; the other, retrying, sees the card
+        exhausted."""
+        for number in range(16):
+            self.create('acc-%d' % number)
+        [deployable] = self.rows(models.Deployable)
+        [device] = self.rows(models.Device)
+        real = db_accelerators._free_unit
+        calls = []
+
+        def read_before_the_winner_committed(context):
+            calls.append(real(context))
+            return (deployable, device, 15) if len(calls) == 1 else calls[-1]
+        self.useFixture(fixtures.MockPatchObject(
+            db_accelerators, '_free_unit', read_before_the_winner_committed))
+        self.assert_error(self.post(PATH, {'name': 'loser'}), 409,
+                          'hardware is exhausted')
+        self.assertEqual([None, None], calls)
+        self.assertEqual(16, len(self.rows(models.Accelerator)))
+        # A unit taken under a request that still finds one free: it
+        # retries and gets that one.
+        self.delete_row('acc-3')
+        calls.clear()
+        self.create('retried')
+        self.assertEqual(2, len(calls))
+        [row] = self.rows(models.Accelerator, name='retried')
+        self.assertEqual(3, row.unit)
+
+    def delete_row(self, name):
+        with db_api.writer.using(self.context) as session:
+            session.query(models.Accelerator).filter_by(name=name).delete()
 
     # PUT {uuid}/acc_specs: optimistic concurrency
 
@@ -204,12 +300,12 @@ class AcceleratorsTest(test_deployables.Inventory,
         path = '%s/%s/acc_specs' % (PATH, accelerator['uuid'])
         capability = {'num': 2, 'ipsec': {'aes': {'3des': 50, 'num': 1}}}
         response = self.request('PUT', path, {'acc_specs': {
-            'remote': 1, 'num': 16, 'device_type': 'FPGA',
+            'remote': 1, 'num': 1, 'device_type': 'FPGA',
             'acc_capability': capability}})
         self.assertEqual(200, response.status_int, response.body)
         self.assertEqual('"2"', response.headers['ETag'])
         self.assertEqual(2, response.json['spec_version'])
-        self.assertEqual({'remote': 1, 'num': 16, 'device_type': 'FPGA',
+        self.assertEqual({'remote': 1, 'num': 1, 'device_type': 'FPGA',
                           'acc_capability': capability},
                          response.json['acc_specs'])
         # The singular segment of the proposal works too.
@@ -274,8 +370,8 @@ class AcceleratorsTest(test_deployables.Inventory,
         self.assertEqual(('attached', INSTANCE, None), (
             response.json['state'], response.json['instance_uuid'],
             response.json['attached_host']))
-        # Placement offers an attached accelerator to no one else.
-        self.assertEqual((16, 16), self.reserved(accelerator))
+        # Placement offers an attached accelerator's unit to no one else.
+        self.assertEqual((1, 16), self.reserved(accelerator))
         self.assert_error(self.request('PUT', path, {
             'instance_uuid': str(uuid.uuid4())}), 409, 'it is attached')
         response = self.delete(path)
@@ -304,9 +400,7 @@ class AcceleratorsTest(test_deployables.Inventory,
         accelerator = self.created('acc')
         path = '%s/%s' % (PATH, accelerator['uuid'])
         for body, text in [
-                ({}, 'is not valid under any of the given schemas'),
-                ({'instance_uuid': INSTANCE, 'host': 'h'},
-                 'is valid under each of'),
+                ({'instance_uuid': INSTANCE, 'host': 'h'}, 'not both'),
                 ({'instance_uuid': 'nope'}, "is not a 'uuid'"),
                 ({'host': 'h', 'size': 1}, 'Additional properties')]:
             self.assert_error(self.request('PUT', path, body), 400, text)
@@ -328,33 +422,45 @@ class AcceleratorsTest(test_deployables.Inventory,
         rp_uuid = placement_sync.provider_uuid(deployable.name)
         consumer = str(uuid.uuid4())
 
-        def allocate(resources):
+        def allocate(amount):
             response = self.placement.client.put(
                 '/allocations/%s' % consumer, microversion='1.28', json={
-                    'allocations': {rp_uuid: {'resources': resources}},
+                    'allocations': {rp_uuid: {'resources': {
+                        'FPGA': amount}}},
                     'project_id': base.PROJECT, 'user_id': 'u',
                     'consumer_generation': None}, raise_exc=False)
             self.assertEqual(204, response.status_code, response.text)
 
-        allocate({'FPGA': 1})
-        self.assert_error(self.request('PUT', path, {
-            'instance_uuid': INSTANCE}), 409, consumer)
-        self.placement.client.delete('/allocations/%s' % consumer,
-                                     microversion='1.28')
+        def release():
+            self.placement.client.delete('/allocations/%s' % consumer,
+                                         microversion='1.28')
+
+        # Nova uses 15 of the 16 units: one is left to attach.
+        allocate(15)
         self.assertEqual(200, self.request(
             'PUT', path, {'instance_uuid': INSTANCE}).status_int)
-        # Someone allocates from it anyway (its inventory is reserved,
-        # but one unit is left to show that detach checks Placement).
+        self.assertEqual((1, 16), self.reserved(accelerator))
+        self.assertEqual(204, self.delete(path).status_int)
+        release()
+        # Nova uses all 16: nothing is left.
+        allocate(16)
+        self.assert_error(self.request('PUT', path, {
+            'instance_uuid': INSTANCE}), 409, consumer)
+        release()
+        self.assertEqual(200, self.request(
+            'PUT', path, {'instance_uuid': INSTANCE}).status_int)
+        # Someone allocates its unit anyway (with the reservation
+        # lifted behind our back): detaching is refused while the card
+        # is overcommitted.
         with db_api.writer.using(self.context) as session:
             session.query(models.Accelerator).update({'state': 'available'})
         self.conductor.devices.sync_host(self.context, self.host)
-        allocate({'FPGA': 1})
+        allocate(16)
         with db_api.writer.using(self.context) as session:
             session.query(models.Accelerator).update({'state': 'attached'})
         self.assert_error(self.delete(path), 409, consumer)
         self.assertEqual('attached', self.get(path).json['state'])
-        self.placement.client.delete('/allocations/%s' % consumer,
-                                     microversion='1.28')
+        release()
         self.assertEqual(204, self.delete(path).status_int)
 
     def test_singular_paths_of_the_proposal(self):
@@ -363,6 +469,66 @@ class AcceleratorsTest(test_deployables.Inventory,
         self.assertEqual(200, self.request(
             'PUT', path, {'instance_uuid': INSTANCE}).status_int)
         self.assertEqual(204, self.delete(path).status_int)
+
+    def test_the_proposals_examples_verbatim(self):
+        """The API proposal's requests with its own bodies, in its
+        order, give its status codes."""
+        uuid_ = '8e45a2ea-5364-4b0d-a252-bf8becaa606e'
+        body = {'name': 'IPSec Card', 'uuid': uuid_}
+        # GET /accelerators: what the agent discovered is there.
+        listed = self.get('/v1/accelerators')
+        self.assertEqual(200, listed.status_int)
+        self.assertEqual(['ready'], [a['state'] for a in
+                                     listed.json['accelerators']])
+        # POST /accelerators/{uuid}: 201, empty body, Location.
+        response = self.post('/v1/accelerators/%s' % uuid_, body)
+        self.assertEqual(201, response.status_int, response.body)
+        self.assertEqual(b'', response.body)
+        self.assertTrue(response.headers['Location'].endswith(
+            '/v1/accelerators/%s' % uuid_))
+        # ... 409 for a name that exists.
+        self.assert_error(self.post('/v1/accelerators', {
+            'name': 'IPSec Card'}), 409, 'already exists')
+        # ... and another name gets another of the card's accelerators.
+        self.create('Second Card')
+        # GET /accelerators/{uuid}: 200, 404 for an unknown one.
+        self.assertEqual(200, self.get('/v1/accelerators/%s' %
+                                       uuid_).status_int)
+        self.assert_error(self.get('/v1/accelerators/%s' % uuid.uuid4()),
+                          404, 'could not be found')
+        # PUT /accelerator/{uuid} (the example's singular path) with the
+        # example's body attaches to the host it is on: 200, then 409.
+        response = self.request('PUT', '/v1/accelerator/%s' % uuid_, body)
+        self.assertEqual(200, response.status_int, response.body)
+        self.assertEqual(('attached', self.host, None), (
+            response.json['state'], response.json['attached_host'],
+            response.json['instance_uuid']))
+        self.assert_error(self.request('PUT', '/v1/accelerator/%s' % uuid_,
+                                       body), 409, 'it is attached')
+        self.assert_error(self.request(
+            'PUT', '/v1/accelerator/%s' % uuid.uuid4(),
+            dict(body, uuid=str(uuid.uuid4()))), 404, 'could not be found')
+        # DELETE /accelerator/{uuid}: 204, empty body; 404 unknown.
+        response = self.delete('/v1/accelerator/%s' % uuid_)
+        self.assertEqual(204, response.status_int, response.body)
+        self.assertEqual(b'', response.body)
+        self.assert_error(self.delete('/v1/accelerator/%s' % uuid.uuid4()),
+                          404, 'could not be found')
+        # Attach again after the detach: 200.
+        response = self.request('PUT', '/v1/accelerators/%s' % uuid_, body)
+        self.assertEqual(200, response.status_int, response.body)
+        # PUT /accelerators/{uuid}/{acc_spec} with the example's spec
+        # (its num and device_type are what the hardware has).
+        spec = {'acc_specs': {
+            'remote': 0, 'num': 1, 'device_type': 'FPGA',
+            'acc_capability': {'num': 2, 'ipsec': {
+                'aes': {'3des': 50, 'num': 1}}}}}
+        response = self.request('PUT', '/v1/accelerator/%s/acc_spec' % uuid_,
+                                spec)
+        self.assertEqual(200, response.status_int, response.body)
+        self.assert_error(self.request(
+            'PUT', '/v1/accelerator/%s/acc_spec' % uuid_,
+            dict(spec, spec_version=1)), 409, 'version 1')
 
     def test_policy(self):
         accelerator = self.created('acc')
@@ -426,7 +592,7 @@ class AcceleratorsOnNamedComputeNodeTest(test_deployables.Inventory,
         self.assertEqual((root, 0, 16), self.inventory(accelerator))
         response = self.request('PUT', path, {'instance_uuid': INSTANCE})
         self.assertEqual(200, response.status_int, response.body)
-        self.assertEqual((root, 16, 16), self.inventory(accelerator))
+        self.assertEqual((root, 1, 16), self.inventory(accelerator))
         self.assertEqual(204, self.delete(path).status_int)
         self.assertEqual((root, 0, 16), self.inventory(accelerator))
 

@@ -207,6 +207,14 @@ class SysfsTestCase(base.TestCase):
             context.get_admin_context(), cpid, image['id'],
             device.deployable_list[0].driver_name))
 
+    @staticmethod
+    def not_offered(driver):
+        """What ``driver`` says of the functions it does not offer, one
+        ``<address>: <reason>`` line each: drivers log nothing of it
+        (the agent does, once)."""
+        return ''.join('%s: %s\n' % (h['address'], h['reason'])
+                       for h in driver.hardware() if not h['ready'])
+
     def by_name(self, devices):
         """{deployable name: deployable} over a list of devices."""
         return {dep.name: dep for device in devices

@@ -125,18 +125,24 @@ class IntelFpgaDriverTest(sysfs.SysfsTestCase):
         vfs = self.tree.add_card('pac_d5005', '0000:af:00.0', vfs=3)
         sysfs.add_opae(self.tree, '0000:af:00.0', REGION_D5005)
         self.tree.bind(vfs[1], 'ixgbevf')
-        self.tree.add_card('pac_d5005', '0000:d8:00.0', vfs=1,
-                           vf_driver='iavf')
+        [iavf] = self.tree.add_card('pac_d5005', '0000:d8:00.0', vfs=1,
+                                    vf_driver='iavf')
         sysfs.add_opae(self.tree, '0000:d8:00.0', REGION_D5005)
         [device] = self.driver().discover()
         [dep] = device.deployable_list
         self.assertEqual([str(vfs[0]), str(vfs[2])], self.handles(dep))
-        self.assertIn('Intel FPGA VF 0000:af:01.1 is bound to kernel driver '
-                      'ixgbevf; not offered', self.logs.output)
-        reasons = {h['address']: h['reason']
-                   for h in self.driver().hardware() if not h['ready']}
-        self.assertEqual(['0000:5e:00.0', '0000:60:00.0', '0000:d8:00.0'],
+        rows = {h['address']: h
+                for h in self.driver().hardware() if not h['ready']}
+        reasons = {address: row['reason'] for address, row in rows.items()}
+        self.assertEqual(sorted(['0000:5e:00.0', '0000:60:00.0',
+                                 '0000:d8:00.0', str(vfs[1]), str(iavf)]),
                          sorted(reasons))
+        # A VF left out is listed with its reason, not logged.
+        self.assertEqual('a VF of FPGA 0000:af:00.0 bound to kernel driver '
+                         'ixgbevf', reasons[str(vfs[1])])
+        self.assertIn('bind it to', rows[str(vfs[1])]['action'])
+        self.assertEqual('ixgbevf', rows[str(vfs[1])]['kernel_driver'])
+        self.assertNotIn('ixgbevf', self.logs.output)
         self.assertIn('bound to kernel driver pci-stub',
                       reasons['0000:5e:00.0'])
         self.assertIn('bound to no kernel driver', reasons['0000:60:00.0'])
@@ -159,7 +165,7 @@ class IntelFpgaDriverTest(sysfs.SysfsTestCase):
         self.tree.write('0000:5e:00.0', 'sriov_numvfs', '1\n')
         self.assertEqual([], self.driver().discover())
         self.assertIn('sriov_numvfs is 1 but no VF is in sysfs',
-                      self.logs.output)
+                      self.not_offered(self.driver()))
 
     def test_garbage_ids_skip_only_that_card(self):
         self.tree.add_card('pac_arria10', '0000:3b:00.0')
@@ -182,12 +188,13 @@ class IntelFpgaDriverTest(sysfs.SysfsTestCase):
         devices = self.driver().discover()
         self.assertEqual([PREFIX + '0000_5e_00_0'],
                          sorted(self.by_name(devices)))
+        not_offered = self.not_offered(self.driver())
         self.assertIn("dfl-port.%d/afu_id holds 'd8424dc4a4a3', not a "
-                      "128-bit id" % (0x3b * 256), self.logs.output)
-        self.assertIn("compat_id holds '%s'" % ('x' * 32), self.logs.output)
+                      "128-bit id" % (0x3b * 256), not_offered)
+        self.assertIn("compat_id holds '%s'" % ('x' * 32), not_offered)
         self.assertIn('Skipping PCI function 0000:af:00.0', self.logs.output)
         self.assertIn('intel-fpga-port.%d/afu_id' % (0xd8 * 256),
-                      self.logs.output)
+                      not_offered)
 
     def test_loads_as_plugin(self):
         loaded, statuses = drivers.load(['intel_fpga_driver'], self.conf)

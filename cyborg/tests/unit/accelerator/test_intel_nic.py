@@ -140,7 +140,12 @@ class IntelNicDriverTest(sysfs.SysfsTestCase):
         host_nic = self.reasons()['0000:18:00.0']
         self.assertTrue(host_nic['setup_required'])
         self.assertIn('kernel driver i40e (eno1)', host_nic['reason'])
-        self.assertIn('0000:18:00.0 is not offered', self.logs.output)
+        self.assertIn('vfio-pci', host_nic['action'])
+        self.assertEqual('i40e', host_nic['kernel_driver'])
+        self.assertEqual(('8086', '1572'), (host_nic['vendor_id'],
+                                            host_nic['product_id']))
+        # The driver says so in its hardware list; the agent logs it.
+        self.assertNotIn('0000:18:00.0', self.logs.output)
 
     def test_sriov_enabled_and_not_on_one_card(self):
         self.nic_types(sriov={
@@ -168,11 +173,14 @@ class IntelNicDriverTest(sysfs.SysfsTestCase):
         [device] = self.discover()
         self.assertEqual([name(vfs[0]), name(vfs[2]), name(vfs[3])],
                          [d.name for d in device.deployable_list])
-        self.assertIn('%s is bound to kernel driver ixgbevf' % (vfs[1],),
-                      self.logs.output)
         reasons = self.reasons()
-        self.assertEqual(['0000:5e:00.0', '0000:86:00.0', '0000:af:00.0'],
-                         sorted(reasons))
+        self.assertEqual('a VF of NIC 0000:3b:00.0 bound to kernel driver '
+                         'ixgbevf', reasons[str(vfs[1])]['reason'])
+        self.assertIn('vfio-pci', reasons[str(vfs[1])]['action'])
+        self.assertNotIn('ixgbevf', self.logs.output)
+        self.assertEqual(sorted(['0000:5e:00.0', '0000:86:00.0',
+                                 '0000:86:01.0', '0000:af:00.0',
+                                 str(vfs[1])]), sorted(reasons))
         self.assertIn('igb_uio, expected i40e',
                       reasons['0000:5e:00.0']['reason'])
         self.assertIn('none of its VFs', reasons['0000:86:00.0']['reason'])
@@ -186,7 +194,8 @@ class IntelNicDriverTest(sysfs.SysfsTestCase):
         [device] = self.discover()
         self.assertEqual([name(vfs[0])],
                          [d.name for d in device.deployable_list])
-        self.assertIn('has product id 1889, not 154c', self.logs.output)
+        self.assertIn('with product id 1889, not the 154c',
+                      self.reasons()[str(vfs[1])]['reason'])
 
     def test_half_written_and_garbage_files(self):
         self.nic_types(t={'physical_device_mappings': ['physnet1:ens1f0']})

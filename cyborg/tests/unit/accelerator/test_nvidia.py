@@ -222,7 +222,10 @@ class VendorVgpuTest(sysfs.SysfsTestCase):
         self.assertEqual([str(vf0), str(vf1)], self.handle_addresses(vgpu))
         self.assertEqual(['1414', '1414', '0', '1415'],
                          [self.current(vf) for vf in self.vfs])
-        self.assertIn('%s (type 1415)' % (vf3,), self.logs.output)
+        self.assertIn('%s: a VF of GPU 0000:41:00.0 carrying vGPU type '
+                      '1415, not the type 1414' % (vf3,), self.not_offered(
+                          nvidia.NvidiaGpuDriver(self.conf)))
+        self.assertNotIn(str(vf3), self.logs.output)
 
     def test_a_reboot_forgets_the_carving_and_discovery_restores_it(self):
         for vf in self.vfs:
@@ -257,7 +260,8 @@ class VendorVgpuTest(sysfs.SysfsTestCase):
             sysfs.add_vendor_vgpu(self.tree, vf, [self.WHOLE])
         self.configure('grid-h200')
         self.assertEqual([], self.discover())
-        self.assertIn('nvidia-<number>', self.logs.output)
+        self.assertIn('nvidia-<number>', self.not_offered(
+            nvidia.NvidiaGpuDriver(self.conf)))
         self.assertEqual(['0'] * 4, [self.current(vf) for vf in self.vfs])
 
     def test_a_type_that_cannot_be_created_is_not_offered(self):
@@ -291,7 +295,9 @@ class VendorVgpuTest(sysfs.SysfsTestCase):
         [device] = self.discover()
         self.assertEqual([str(vf2), str(vf3)], self.handle_addresses(
             device.deployable_list[0]))
-        self.assertIn('Skipping VF %s' % (vf0,), self.logs.output)
+        self.assertIn('%s: a VF of GPU 0000:41:00.0 whose vGPU state '
+                      'cannot be read' % (vf0,), self.not_offered(
+                          nvidia.NvidiaGpuDriver(self.conf)))
         self.assertIn('Could not give VF %s vGPU type 1414: [Errno 16]'
                       % (vf1,), self.logs.output)
         self.assertEqual('0', self.current(vf1))

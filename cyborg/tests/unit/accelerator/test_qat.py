@@ -69,9 +69,12 @@ class IntelQatDriverTest(sysfs.SysfsTestCase):
         [device] = self.discover()
         self.assertEqual([PREFIX + '0000_3d_01_0', PREFIX + '0000_3d_01_2'],
                          [d.name for d in device.deployable_list])
-        self.assertIn('0000:3d:01.1 is bound to kernel driver ixgbevf',
-                      self.logs.output)
-        self.assertIn('igb_uio', self.logs.output)
+        not_offered = self.not_offered(intel.IntelQatDriver(self.conf))
+        self.assertIn('0000:3d:01.1: a VF of QAT 0000:3d:00.0 bound to '
+                      'kernel driver ixgbevf', not_offered)
+        self.assertIn('0000:3f:00.0: bound to kernel driver igb_uio',
+                      not_offered)
+        self.assertNotIn('ixgbevf', self.logs.output)
 
     def test_half_written_vf_and_pf(self):
         vfs = self.tree.add_card('qat_c62x', '0000:3d:00.0', vfs=2)

@@ -29,10 +29,16 @@ class Conductor:
         self.generation = 0
         self.report_hash = None
         self.devices = None
+        self.hardware = None
         self.accept = True
         self.down = False
+        # The sequences of the reports sent, and the newest applied.
+        self.seqs = []
+        self.report_seq = None
 
     def _answer(self, call):
+        if isinstance(self.down, Exception):
+            raise self.down  # the conductor's database is down, say
         if self.down:
             raise messaging.MessagingTimeout('no conductor')
         self.calls.append(call)
@@ -41,19 +47,26 @@ class Conductor:
         self._answer('hello')
         self.known = True
         return host_obj.Host(hostname=hello.hostname, status='up',
-                             report_generation=self.generation)
+                             report_generation=self.generation,
+                             report_seq=self.report_seq)
 
     def agent_heartbeat(self, context, hostname):
         self._answer('heartbeat')
 
     def report_data(self, context, hostname, devices, report_hash,
-                    timeout=None):
+                    report_seq=None, hardware=None, timeout=None):
         self._answer('report')
+        self.seqs.append(report_seq)
         if not self.known:
             raise exception.HostNotFound(host=hostname)
+        if report_seq is not None:
+            if self.report_seq is not None and report_seq < self.report_seq:
+                return None
+            self.report_seq = report_seq
         if report_hash != self.report_hash:
             self.generation += 1
             self.devices = devices
+            self.hardware = hardware
             self.report_hash = report_hash if self.accept else None
         return self.report_hash
 

@@ -4,9 +4,18 @@ last accepted report across restarts and outages."""
 
 import json
 import os
+import shutil
+
+import oslo_messaging as messaging
 
 from cyborg.agent import manager as agent_manager
+from cyborg.agent import state as agent_state
+from cyborg.common import context
+from cyborg.common import exception
+from cyborg.tests.unit.accelerator import sysfs
 from cyborg.tests.unit.agent import base
+
+DRIVERS_AND_NIC = base.DRIVERS + ['intel_nic_driver']
 
 
 class HeartbeatAndRescanTest(base.AgentTestCase):
@@ -45,7 +54,8 @@ class HeartbeatAndRescanTest(base.AgentTestCase):
 
     def test_periodic_tasks(self):
         agent = self.agent()
-        self.assertEqual([(10, agent.keep_alive), (15, agent._rescan)],
+        self.assertEqual([(10, agent.keep_alive),
+                          (15, agent.periodic_rescan)],
                          agent.periodic_tasks())
         self.flags(rescan_interval=0, group='agent')
         self.assertEqual([(10, agent.keep_alive)], agent.periodic_tasks())
@@ -112,6 +122,19 @@ class OutageTest(base.AgentTestCase):
         agent.keep_alive()
         self.assertEqual(['heartbeat'], self.conductor.take_calls())
 
+    def test_a_database_outage_is_an_outage_too(self):
+        agent = self.started_agent()
+        self.conductor.down = exception.DatabaseUnavailable()
+        self.tree.add_card('tesla_t4', base.SECOND_GPU)
+        agent._rescan()
+        self.assertIn('The database is unavailable', self.logs.output)
+        agent._registered.clear()
+        self.assertFalse(agent._hello(context.get_admin_context()))
+        self.conductor.down = False
+        agent.keep_alive()
+        self.assertEqual(['hello', 'report'], self.conductor.take_calls())
+        self.assertIn(self.name(base.SECOND_GPU), self.conductor.names())
+
     def test_report_taken_later_is_resent_by_the_heartbeat(self):
         agent = self.started_agent()
         self.conductor.accept = False
@@ -137,6 +160,113 @@ class OutageTest(base.AgentTestCase):
         agent.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         self.assertIn(self.name(base.GPU), self.conductor.names())
+
+
+class ReportSequenceTest(base.AgentTestCase):
+    """Every report carries a sequence above any the agent sent before,
+    across restarts, so that one delivered late is refused."""
+
+    def _change(self, agent, address):
+        self.tree.add_card('tesla_t4', address)
+        agent._rescan()
+
+    def test_each_report_has_a_higher_sequence(self):
+        agent = self.started_agent()
+        self._change(agent, base.SECOND_GPU)
+        self.conductor.accept = False
+        self.tree.remove(base.SECOND_GPU)
+        agent._rescan()
+        agent.keep_alive()
+        seqs = self.conductor.seqs
+        self.assertEqual(4, len(seqs))
+        self.assertEqual(sorted(set(seqs)), seqs)
+
+    def test_a_restarted_agent_goes_on_above_the_saved_sequence(self):
+        agent = self.started_agent()
+        # A clock set back after the restart does not matter.
+        self.conductor.report_seq = None
+        saved = agent._seq + 10 ** 9
+        agent._save(agent_state.AgentState(
+            host=self.HOST, report_hash=agent.accepted_hash,
+            devices=agent._state.devices, report_seq=saved,
+            hardware=agent._state.hardware))
+        again = self.agent()
+        self.tree.remove(base.QAT)
+        again.keep_alive()
+        self.assertGreater(self.conductor.seqs[-1], saved)
+        with open(self.state_file) as f:
+            self.assertEqual(self.conductor.seqs[-1],
+                             json.load(f)['report_seq'])
+
+    def test_the_conductor_hello_answer_raises_the_floor(self):
+        self.started_agent()
+        os.unlink(self.state_file)
+        # What the conductor applied last (say, before the state file
+        # was lost) is above anything this agent would count from.
+        self.conductor.report_seq = self.conductor.seqs[-1] + 10 ** 12
+        applied = self.conductor.report_seq
+        again = self.agent()
+        again.keep_alive()
+        self.assertEqual(['hello', 'report'], self.conductor.take_calls())
+        self.assertGreater(self.conductor.seqs[-1], applied)
+        self.assertEqual(self.conductor.report_hash, again.accepted_hash)
+
+    def test_a_conductor_of_an_older_release_gets_no_sequence(self):
+        refused = []
+        report_data = self.conductor.report_data
+
+        def old_release(context, hostname, devices, report_hash,
+                        report_seq=None, hardware=None, timeout=None):
+            if report_seq is not None:
+                refused.append(report_seq)
+                raise messaging.RemoteError(
+                    'UnsupportedVersion', 'Endpoint does not support RPC '
+                    'version 1.5')
+            return report_data(context, hostname, devices, report_hash,
+                               timeout=timeout)
+
+        self.conductor.report_data = old_release
+        agent = self.started_agent()
+        # Refused with hardware (1.6), then with a sequence (1.5).
+        self.assertEqual(2, len(refused))
+        self.assertEqual(self.conductor.report_hash, agent.accepted_hash)
+        self._change(agent, base.SECOND_GPU)
+        self.assertEqual(2, len(refused))
+        self.assertEqual([None, None], self.conductor.seqs)
+        self.assertIn(self.name(base.SECOND_GPU), self.conductor.names())
+
+    def test_a_conductor_without_hardware_gets_the_report_without(self):
+        """A 1.5 conductor takes sequences but no hardware list: the
+        report goes without it, hashed without it (what the conductor
+        keeps), and a later hello tries the list again."""
+        refused = []
+        report_data = self.conductor.report_data
+
+        def release_1_5(context, hostname, devices, report_hash,
+                        report_seq=None, hardware=None, timeout=None):
+            if hardware is not None:
+                refused.append(report_hash)
+                raise messaging.RemoteError(
+                    'UnsupportedVersion', 'Endpoint does not support RPC '
+                    'version 1.6')
+            return report_data(context, hostname, devices, report_hash,
+                               report_seq=report_seq, timeout=timeout)
+
+        self.conductor.report_data = release_1_5
+        agent = self.started_agent()
+        self.assertEqual(1, len(refused))
+        devices = self.conductor.devices
+        self.assertEqual(agent_manager.report_hash(devices),
+                         agent.accepted_hash)
+        self.assertIsNone(self.conductor.hardware)
+        agent._rescan()
+        self.assertEqual([], self.conductor.take_calls())
+        # The conductor is upgraded; the agent's next hello finds out.
+        self.conductor.report_data = report_data
+        agent.say_hello(None)
+        self.assertEqual(['hello', 'report'], self.conductor.take_calls())
+        self.assertEqual(2, len(self.conductor.hardware))
+        self.assertEqual(1, len(refused))
 
 
 class StateFileTest(base.AgentTestCase):
@@ -245,3 +375,84 @@ class ReportHashTest(base.AgentTestCase):
         shuffled[0].deployable_list[0].num_accelerators += 1
         self.assertNotEqual(digest, agent_manager.report_hash(shuffled))
         self.assertNotEqual(digest, agent_manager.report_hash(devices[:1]))
+
+
+class HardwareListTest(base.AgentTestCase):
+    """A GPU under the vGPU host driver with no vGPU type configured and
+    a NIC port the host runs: neither is offered; the report's hardware
+    list says why, and the agent logs each once."""
+
+    VGPU_HOST = '0000:af:00.0'
+    HOST_NIC = '0000:18:00.0'
+
+    def setUp(self):
+        super().setUp()
+        self.flags(enabled_drivers=DRIVERS_AND_NIC, group='agent')
+        self.tree.add_card('tesla_t4', self.VGPU_HOST)
+        self.tree.add_mdev_type(self.VGPU_HOST, 'nvidia-222', 'GRID T4-1B',
+                                16)
+        self.tree.add_card('x710', self.HOST_NIC)
+        sysfs.add_netdev(self.tree, self.HOST_NIC, 'eno1')
+
+    def hardware(self):
+        return {(h.driver, h.address): h for h in self.conductor.hardware}
+
+    def test_not_offered_functions_are_reported_and_logged_once(self):
+        agent = self.started_agent()
+        for _ in range(3):
+            agent._rescan()
+        self.assertEqual([], self.conductor.take_calls())
+        hardware = self.hardware()
+        gpu = hardware[('nvidia_gpu_driver', self.VGPU_HOST)]
+        self.assertEqual((False, True, False, '10de', '1eb8', 'nvidia'), (
+            gpu.offered, gpu.setup_required, gpu.reboot_required,
+            gpu.vendor_id, gpu.product_id, gpu.kernel_driver))
+        self.assertIn('vGPU host driver', gpu.reason)
+        self.assertIn('[gpu_devices] enabled_vgpu_types', gpu.action)
+        nic = hardware[('intel_nic_driver', self.HOST_NIC)]
+        self.assertFalse(nic.offered)
+        self.assertIn('the host runs it with kernel driver i40e (eno1)',
+                      nic.reason)
+        self.assertIn('physical_device_mappings', nic.action)
+        self.assertTrue(hardware[('nvidia_gpu_driver', base.GPU)].offered)
+        for address in (self.VGPU_HOST, self.HOST_NIC):
+            self.assertEqual(1, self.logs.output.count(
+                'PCI function %s (' % address), self.logs.output)
+        self.assertIn('To offer it: enable one of its types',
+                      self.logs.output)
+
+    def test_a_changed_decision_is_reported_and_logged(self):
+        agent = self.started_agent()
+        # Given to vfio-pci: the vGPU host driver's types are gone.
+        self.tree.bind(self.VGPU_HOST, 'vfio-pci')
+        shutil.rmtree(os.path.join(self.tree.function_dir(self.VGPU_HOST),
+                                   'mdev_supported_types'))
+        agent._rescan()
+        self.assertEqual(['report'], self.conductor.take_calls())
+        self.assertIn(self.name(self.VGPU_HOST), self.conductor.names())
+        self.assertTrue(self.hardware()[('nvidia_gpu_driver',
+                                         self.VGPU_HOST)].offered)
+        self.assertEqual(1, self.logs.output.count(
+            'PCI function %s (' % self.VGPU_HOST))
+
+    def test_a_changed_reason_alone_is_a_new_report(self):
+        agent = self.started_agent()
+        before = agent.accepted_hash
+        # Still not offered whole, for another reason: mdevs exist.
+        os.makedirs(os.path.join(
+            self.tree.function_dir(self.VGPU_HOST), 'mdev_supported_types',
+            'nvidia-222', 'devices', 'a-mdev'))
+        agent._rescan()
+        self.assertEqual(['report'], self.conductor.take_calls())
+        self.assertNotEqual(before, agent.accepted_hash)
+        self.assertIn('mdevs exist', self.hardware()[(
+            'nvidia_gpu_driver', self.VGPU_HOST)].reason)
+        self.assertEqual(2, self.logs.output.count(
+            'PCI function %s (' % self.VGPU_HOST))
+
+    def test_the_list_survives_a_restart_in_the_state_file(self):
+        first = self.started_agent()
+        again = self.agent()
+        self.assertEqual(first.accepted_hash, again.accepted_hash)
+        self.assertEqual(len(self.conductor.hardware),
+                         len(again._state.hardware))

@@ -78,7 +78,7 @@ class StateFileFormatTest(base.AgentTestCase):
             'not JSON': '{"format": 1, "host"',
             'not a format 1 agent state': json.dumps(dict(good, format=2)),
             'devices is not a list': json.dumps(dict(good, devices={})),
-            'a device cannot be read back': json.dumps(dict(
+            'devices cannot be read back': json.dumps(dict(
                 good, devices=[{'versioned_object.name': 'Nothing'}])),
             'do not match its report hash': json.dumps(dict(
                 good, devices=good['devices'][:1])),

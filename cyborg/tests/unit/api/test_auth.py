@@ -46,6 +46,25 @@ class NoAuthTest(testtools.TestCase):
         self.assertEqual('reader', env['HTTP_X_ROLES'])
         self.assertEqual('service', env['HTTP_X_SERVICE_ROLES'])
 
+    def test_service_token_gives_the_service_role(self):
+        env = seen_environ(auth.NoAuthMiddleware, headers={
+            'X-Auth-Token': 'alice:p1', 'X-Service-Token': 'nova'})
+        self.assertEqual('service', env['HTTP_X_SERVICE_ROLES'])
+        self.assertEqual('alice', env['HTTP_X_USER_ID'])
+        self.assertEqual('member,reader', env['HTTP_X_ROLES'])
+
+    def test_explicit_service_roles_win_over_the_service_token(self):
+        env = seen_environ(auth.NoAuthMiddleware, headers={
+            'X-Auth-Token': 'alice:p1', 'X-Service-Token': 'nova',
+            'X-Service-Roles': 'reader'})
+        self.assertEqual('reader', env['HTTP_X_SERVICE_ROLES'])
+
+    def test_no_or_empty_service_token_no_service_role(self):
+        for headers in ({'X-Auth-Token': 'alice:p1'},
+                        {'X-Auth-Token': 'alice:p1', 'X-Service-Token': ''}):
+            env = seen_environ(auth.NoAuthMiddleware, headers=headers)
+            self.assertNotIn('HTTP_X_SERVICE_ROLES', env)
+
     def test_headers_alone(self):
         env = seen_environ(auth.NoAuthMiddleware, headers={
             'X-User-Id': 'u1', 'X-Project-Id': 'p1', 'X-Roles': 'member'})

@@ -4,6 +4,7 @@ import webob
 
 from cyborg.api import hooks
 from cyborg.common import context
+from cyborg.common import exception
 from cyborg.conductor import rpcapi
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
@@ -63,3 +64,27 @@ class ConductorAPIHookTest(base.TestCase):
                               rpcapi.ConductorAPI)
         self.assertIs(first.request.conductor_api,
                       second.request.conductor_api)
+
+
+class AcceptHookTest(base.TestCase):
+
+    def _route(self, accept=None):
+        state = _State()
+        if accept is not None:
+            state.request.headers['Accept'] = accept
+        hooks.AcceptHook().on_route(state)
+        return state.request
+
+    def test_json_admitted_is_served_whatever_the_handler_declares(self):
+        for accept in (None, 'application/json', '*/*', 'application/*',
+                       'text/html,application/xhtml+xml,*/*;q=0.8',
+                       'application/json; charset=utf-8'):
+            self.assertNotIn('Accept', self._route(accept).headers, accept)
+
+    def test_json_refused_is_406(self):
+        for accept in ('text/html', 'application/xml', 'text/*',
+                       'application/json;q=0, */*;q=0.5'):
+            error = self.assertRaises(exception.JSONNotAccepted,
+                                      self._route, accept)
+            self.assertEqual(406, error.code)
+            self.assertIn(accept, str(error))

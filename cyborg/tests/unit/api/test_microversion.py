@@ -35,8 +35,8 @@ class ParseTest(testtools.TestCase):
         self.assertEqual('2.3', parse(' 2.3 '))
 
     def test_latest(self):
-        self.assertEqual('2.5', parse('accelerator latest'))
-        self.assertEqual('2.5', parse('latest'))
+        self.assertEqual('2.6', parse('accelerator latest'))
+        self.assertEqual('2.6', parse('latest'))
 
     def test_other_services_are_ignored(self):
         self.assertEqual('2.0', parse('compute 2.87'))
@@ -65,7 +65,7 @@ class VersionsTest(testtools.TestCase):
 
     def test_range(self):
         self.assertEqual('2.0', str(microversion.MIN_VERSION))
-        self.assertEqual('2.5', str(microversion.MAX_VERSION))
+        self.assertEqual('2.6', str(microversion.MAX_VERSION))
 
     def test_versions_are_consecutive_minors(self):
         minors = [int(v.split('.')[1]) for v, _note in microversion.VERSIONS]
@@ -81,7 +81,7 @@ class VersionsTest(testtools.TestCase):
         version = microversion.parse({})
         self.assertEqual(
             {'OpenStack-API-Minimum-Version': '2.0',
-             'OpenStack-API-Maximum-Version': '2.5',
+             'OpenStack-API-Maximum-Version': '2.6',
              'OpenStack-API-Version': 'accelerator 2.0'},
             dict(microversion.response_headers(version)))
         self.assertNotIn(microversion.HEADER,

@@ -41,7 +41,7 @@ API_RULES = {
     'cyborg:driver:install', 'cyborg:driver:update',
     'cyborg:driver:uninstall', 'cyborg:service:get_all',
     'cyborg:discovery:create', 'cyborg:attachment:create',
-    'cyborg:attachment:delete'}
+    'cyborg:attachment:delete', 'cyborg:hardware:get_all'}
 
 
 class PolicyTest(base.TestCase):

@@ -17,7 +17,7 @@ class _Conductor:
         self.sent.append('heartbeat')
 
     def report_data(self, context, hostname, devices, report_hash,
-                    timeout=None):
+                    report_seq=None, hardware=None, timeout=None):
         self.timeout = timeout
         self.sent.append('report')
         return report_hash if self.accept else None

@@ -5,6 +5,7 @@ resource_provider_name), else the one named after the hostname."""
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.conductor import liveness
+from cyborg.conductor import placement_service
 from cyborg.conductor import placement_sync
 from cyborg.db import hosts as db_hosts
 from cyborg.objects import host as host_obj
@@ -97,8 +98,8 @@ class ComputeNodeTest(base.TestCase):
     def test_sync_without_a_compute_node_provider(self):
         self.liveness.hello(self.ctx, hello(
             'cmp-1', resource_provider_name='cmp-1.example.org'))
-        sync = placement_sync.PlacementSync(
-            self.conf, client=FakePlacement('cmp-2'))
+        sync = placement_service.PlacementService(
+            self.conf, FakePlacement('cmp-2')).sync
         error = self.assertRaises(exception.PlacementError, sync.sync_host,
                                   'cmp-1', [])
         self.assertEqual(404, error.kwargs['status'])

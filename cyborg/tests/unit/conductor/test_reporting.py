@@ -2,8 +2,9 @@
 
 from cyborg.agent import manager as agent_manager
 from cyborg.common import exception
+from cyborg.conductor import placement_service
 from cyborg.conductor import placement_sync
-from cyborg.conductor import reporting
+from cyborg.conductor import reconciler
 from cyborg.objects import driver_device as dd
 from cyborg.tests import base
 
@@ -17,7 +18,7 @@ class KeyedDiffTest(base.TestCase):
     def test_added_removed_changed_unchanged(self):
         old = [('a', 1), ('b', 2), ('c', 3)]
         new = [('b', 2), ('c', 30), ('d', 4)]
-        diff = reporting.keyed_diff(old, new, lambda o: o[0], lambda n: n[0],
+        diff = reconciler.keyed_diff(old, new, lambda o: o[0], lambda n: n[0],
                                     lambda o, n: o[1] != n[1])
         self.assertEqual([('d', 4)], diff.added)
         self.assertEqual([('a', 1)], diff.removed)
@@ -25,11 +26,11 @@ class KeyedDiffTest(base.TestCase):
         self.assertEqual([(('b', 2), ('b', 2))], diff.unchanged)
 
     def test_without_differs_every_match_is_unchanged(self):
-        diff = reporting.keyed_diff([1], [1], str, str)
+        diff = reconciler.keyed_diff([1], [1], str, str)
         self.assertEqual(([], [], [], [(1, 1)]), tuple(diff))
 
     def test_duplicate_key_in_report_is_invalid(self):
-        self.assertRaises(exception.Invalid, reporting.keyed_diff,
+        self.assertRaises(exception.Invalid, reconciler.keyed_diff,
                           [], ['x', 'x'], str, str)
 
 
@@ -112,7 +113,7 @@ class GenerationConflictTest(base.TestCase):
 
     def test_conflict_rereads_generation_and_retries(self):
         client = _ConflictOnce()
-        sync = placement_sync.PlacementSync(self.conf, client=client)
+        sync = placement_service.PlacementService(self.conf, client).sync
         seen = []
 
         def put(generation):

@@ -1,0 +1,227 @@
+"""What the end-to-end Nova needs around it besides cyborg: small HTTP
+stand-ins for Glance and Neutron, and a proxy in front of cyborg that
+times every call Nova makes to it.
+
+Each serves on a free loopback port in the test process
+(``cyborg.api.server.WSGIServer``) and records unexpected requests, so a
+Nova that asks for something new shows up in the test's output.
+"""
+
+import copy
+import json
+import re
+import threading
+import time
+import uuid
+
+import requests
+
+from cyborg.api import server as api_server
+
+IMAGE_ID = '6e1c2a4f-3b7d-4c9e-8a15-2f0d9b7e4c31'
+_JSON = [('Content-Type', 'application/json')]
+_IMAGE_FIELDS = (
+    'id', 'name', 'status', 'visibility', 'protected', 'checksum',
+    'os_hash_algo', 'os_hash_value', 'owner', 'size', 'virtual_size',
+    'min_ram', 'min_disk', 'disk_format', 'container_format', 'created_at',
+    'updated_at', 'tags', 'self', 'file', 'schema', 'direct_url',
+    'locations', 'os_hidden', 'stores')
+
+
+def _reply(start_response, status, body=None, headers=()):
+    text = b'' if body is None else json.dumps(body).encode()
+    start_response('%d %s' % (status, 'OK' if status < 400 else 'Error'),
+                   (_JSON if body is not None else []) + list(headers))
+    return [text]
+
+
+def _read_json(environ):
+    length = int(environ.get('CONTENT_LENGTH') or 0)
+    raw = environ['wsgi.input'].read(length) if length else b''
+    return json.loads(raw) if raw else None
+
+
+class StandIn:
+    """A JSON service on a loopback port; ``route`` answers requests."""
+
+    name = 'stand-in'
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.unexpected = []
+        self.server = api_server.WSGIServer(self, '127.0.0.1', 0, 16,
+                                            name=self.name)
+
+    def start(self):
+        self.server.start()
+        return self
+
+    def stop(self):
+        self.server.stop()
+
+    @property
+    def url(self):
+        return 'http://127.0.0.1:%d' % self.server.port
+
+    def __call__(self, environ, start_response):
+        method = environ['REQUEST_METHOD']
+        path = environ.get('PATH_INFO', '/')
+        with self.lock:
+            answer = self.route(method, path, environ)
+        if answer is None:
+            self.unexpected.append('%s %s' % (method, path))
+            return _reply(start_response, 404, {'error': 'not here'})
+        return _reply(start_response, *answer)
+
+
+class Glance(StandIn):
+    """Glance's v2 image API, in memory: one raw image to boot from, and
+    the create/update/upload/delete of the snapshots that shelving makes.
+    """
+
+    name = 'stand-in-glance'
+
+    def __init__(self):
+        super().__init__()
+        self.images = {IMAGE_ID: self._image(
+            IMAGE_ID, name='e2e-raw', status='active', size=1024,
+            disk_format='raw', container_format='bare')}
+
+    def _image(self, image_id, **fields):
+        now = time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())
+        image = {'id': image_id, 'name': None, 'status': 'queued',
+                 'visibility': 'public', 'protected': False,
+                 'os_hidden': False, 'tags': [], 'min_ram': 0,
+                 'min_disk': 0, 'size': None, 'virtual_size': None,
+                 'checksum': None, 'disk_format': None,
+                 'container_format': None, 'owner': None,
+                 'created_at': now, 'updated_at': now,
+                 'self': '/v2/images/%s' % image_id,
+                 'file': '/v2/images/%s/file' % image_id,
+                 'schema': '/v2/schemas/image'}
+        image.update(fields)
+        return image
+
+    def schema(self):
+        return {'name': 'image',
+                'properties': {field: {} for field in _IMAGE_FIELDS},
+                'additionalProperties': {'type': 'string'},
+                'links': [{'rel': 'self', 'href': '{self}'},
+                          {'rel': 'enclosure', 'href': '{file}'},
+                          {'rel': 'describedby', 'href': '{schema}'}]}
+
+    def route(self, method, path, environ):
+        if path in ('', '/', '/versions'):
+            return 300, {'versions': [{
+                'id': 'v2.16', 'status': 'CURRENT',
+                'links': [{'rel': 'self', 'href': self.url + '/v2/'}]}]}
+        if path == '/v2/schemas/image':
+            return 200, self.schema()
+        if path == '/v2/images' and method == 'GET':
+            return 200, {'images': list(self.images.values())}
+        if path == '/v2/images' and method == 'POST':
+            body = _read_json(environ) or {}
+            image = self._image(body.pop('id', None) or str(uuid.uuid4()),
+                                **body)
+            self.images[image['id']] = image
+            return 201, image
+        match = re.match(r'^/v2/images/([^/]+)(/file)?$', path)
+        if not match or match.group(1) not in self.images:
+            return (404, {'error': 'no image'}) if match else None
+        image = self.images[match.group(1)]
+        if match.group(2):
+            return self._upload(image, method, environ)
+        return self._one_image(image, method, environ)
+
+    @staticmethod
+    def _upload(image, method, environ):
+        if method != 'PUT':
+            return None
+        environ['wsgi.input'].read(int(environ.get('CONTENT_LENGTH') or 0))
+        image.update(status='active', size=0)
+        return 204, None
+
+    def _one_image(self, image, method, environ):
+        if method == 'GET':
+            return 200, image
+        if method == 'DELETE':
+            del self.images[image['id']]
+            return 204, None
+        if method == 'PATCH':
+            self._patch(image, _read_json(environ) or [])
+            return 200, image
+        return None
+
+    @staticmethod
+    def _patch(image, operations):
+        for op in operations:
+            key = op['path'].lstrip('/')
+            if op['op'] == 'remove':
+                image.pop(key, None)
+            else:
+                image[key] = op['value']
+
+
+class Neutron(StandIn):
+    """Enough of Neutron for servers booted with ``networks: none``:
+    every list is empty."""
+
+    name = 'stand-in-neutron'
+
+    def route(self, method, path, environ):
+        if path in ('', '/'):
+            return 200, {'versions': [{
+                'id': 'v2.0', 'status': 'CURRENT',
+                'links': [{'rel': 'self', 'href': self.url + '/v2.0/'}]}]}
+        match = re.match(r'^/v2\.0/([a-z_-]+)(\.json)?$', path)
+        if method == 'GET' and match:
+            return 200, {match.group(1): []}
+        return None
+
+
+class TimingProxy(StandIn):
+    """Forwards every request to ``target`` and records how long each
+    took, as the client (Nova) sees it: (method, path, status,
+    seconds, start time)."""
+
+    name = 'cyborg-timing-proxy'
+
+    def __init__(self, target):
+        super().__init__()
+        self.target = target
+        self.calls = []
+        self.session = requests.Session()
+        adapter = requests.adapters.HTTPAdapter(pool_connections=4,
+                                                pool_maxsize=32)
+        self.session.mount('http://', adapter)
+
+    def __call__(self, environ, start_response):
+        method = environ['REQUEST_METHOD']
+        path = environ.get('PATH_INFO', '/')
+        query = environ.get('QUERY_STRING')
+        length = int(environ.get('CONTENT_LENGTH') or 0)
+        body = environ['wsgi.input'].read(length) if length else None
+        headers = {key[5:].replace('_', '-').title(): value
+                   for key, value in environ.items()
+                   if key.startswith('HTTP_') and key != 'HTTP_HOST'}
+        if environ.get('CONTENT_TYPE'):
+            headers['Content-Type'] = environ['CONTENT_TYPE']
+        started = time.monotonic()
+        response = self.session.request(
+            method, self.target + path + ('?' + query if query else ''),
+            data=body, headers=headers, timeout=120)
+        elapsed = time.monotonic() - started
+        with self.lock:
+            self.calls.append((method, path, response.status_code, elapsed,
+                               started))
+        passed = [(k, v) for k, v in response.headers.items()
+                  if k.lower() not in ('connection', 'transfer-encoding',
+                                       'content-encoding',
+                                       'content-length')]
+        start_response('%d %s' % (response.status_code, response.reason),
+                       passed)
+        return [response.content]
+
+    def calls_since(self, started):
+        with self.lock:
+            return [copy.copy(c) for c in self.calls if c[4] >= started]

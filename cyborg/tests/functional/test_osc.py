@@ -1,0 +1,334 @@
+"""The ``openstack accelerator`` commands, every one the installed
+python-openstackclient and python-cyborgclient register, run as users
+run them: the ``openstack`` program in a subprocess, ``--os-cloud`` from
+a ``clouds.yaml`` (see ``clients``), at the client's default
+microversion and at 2.3, with the role that would run each command.
+Each step checks what the API then holds, not only the exit code.
+
+python-openstackclient 10 ships these commands itself and ignores
+python-cyborgclient's (``openstackclient.shell.IGNORED_MODULES``), so
+``openstack`` runs python-openstackclient's; both register the same
+names, and a name no step runs fails the test.
+"""
+
+from concurrent import futures
+from importlib import metadata
+import json
+import os
+import subprocess
+import sys
+import time
+
+from cliff import commandmanager
+import fixtures
+from openstackclient import shell
+import testtools
+import yaml
+
+from cyborg.tests.functional import clients
+
+GROUP = clients.GROUP
+#: The entry point group of the commands.
+GROUP_NAME = 'openstack.accelerator.v2'
+OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
+POLICY = 'Policy does not allow'
+INSTANCE = '7e5a9c1d-3b2f-4d6e-8a0c-9f1e2d3c4b5a'
+
+#: Every command of the group, with the step that runs it.
+COVERED = {
+    'accelerator device profile create': 'device_profiles',
+    'accelerator device profile list': 'device_profiles',
+    'accelerator device profile show': 'device_profiles',
+    'accelerator device profile delete': 'test_every_command',
+    'accelerator deployable list': 'deployables',
+    'accelerator deployable show': 'deployables',
+    'accelerator deployable program': 'deployables',
+    'accelerator device list': 'devices',
+    'accelerator device show': 'devices',
+    'accelerator device disable': 'devices',
+    'accelerator device enable': 'devices',
+    'accelerator device attribute list': 'attributes',
+    'accelerator device attribute create': 'attributes',
+    'accelerator device attribute show': 'attributes',
+    'accelerator device attribute delete': 'attributes',
+    'accelerator arq create': 'accelerator_requests',
+    'accelerator arq list': 'accelerator_requests',
+    'accelerator arq show': 'accelerator_requests',
+    'accelerator arq bind': 'bind_and_unbind',
+    'accelerator arq unbind': 'bind_and_unbind',
+    'accelerator arq delete': 'accelerator_requests',
+}
+
+
+def registered_commands():
+    """The commands of the ``openstack.accelerator.v2`` entry points, by
+    the installed distribution that registers them."""
+    found = {}
+    for point in metadata.entry_points(group=GROUP_NAME):
+        found.setdefault(point.dist.name, set()).add(
+            point.name.replace('_', ' '))
+    return found
+
+
+def implementations():
+    """The module of each command that ``openstack`` runs, as its command
+    manager picks it."""
+    manager = commandmanager.CommandManager(
+        'openstack.cli', ignored_modules=shell.IGNORED_MODULES)
+    manager.add_command_group(GROUP_NAME)
+    return {name: manager.find_command(name.split())[0].__module__
+            for name in COVERED}
+
+
+class StandInCompute:
+    """``GET /servers/{id}`` of Nova's compute API, as
+    python-openstackclient's ``arq bind`` looks the server up: every id
+    in ``servers`` is a server."""
+
+    def __init__(self, *servers):
+        self.servers = set(servers)
+
+    def __call__(self, environ, start_response):
+        parts = environ['PATH_INFO'].strip('/').split('/')
+        status, body = '404 Not Found', {'itemNotFound': {
+            'code': 404, 'message': 'not found'}}
+        if parts == ['v2.1']:
+            # Version discovery, as openstacksdk's compute proxy does it.
+            href = 'http://%s/v2.1/' % environ['HTTP_HOST']
+            status, body = '200 OK', {'version': {
+                'id': 'v2.1', 'status': 'CURRENT', 'min_version': '2.1',
+                'version': '2.1', 'links': [{'rel': 'self',
+                                             'href': href}]}}
+        elif parts[-2:-1] == ['servers'] and parts[-1] in self.servers:
+            status, body = '200 OK', {'server': {
+                'id': parts[-1], 'name': 'vm', 'status': 'ACTIVE'}}
+        start_response(status, [('Content-Type', 'application/json')])
+        return [json.dumps(body).encode()]
+
+
+class Failed(Exception):
+    def __init__(self, command):
+        super().__init__('%s: exit %d\n%s' % (
+            ' '.join(command.args), command.returncode, command.stderr))
+        self.stderr = command.stderr
+
+
+class _Commands:
+    """The steps; a test class per microversion mixes them in."""
+
+    #: The microversion given with --os-accelerator-api-version, if any.
+    version = None
+    #: Whether to check what each role may not do too. It does not
+    #: depend on the microversion: one class does it.
+    refusals = False
+
+    def setUp(self):
+        super().setUp()
+        self.aio = self.useFixture(clients.AllInOne(self))
+        self.ran = set()
+        home = self.useFixture(fixtures.TempDir()).path
+        compute = clients._serve(self.aio, StandInCompute(INSTANCE),
+                                 'test-compute')
+        with open(self.aio.clouds_yaml) as f:
+            config = yaml.safe_load(f)
+        for cloud in config['clouds'].values():
+            cloud['compute_endpoint_override'] = compute + '/v2.1'
+        clouds_yaml = os.path.join(home, 'clouds.yaml')
+        with open(clouds_yaml, 'w') as f:
+            yaml.safe_dump(config, f)
+        self.env = {'HOME': home, 'PATH': os.environ.get('PATH', ''),
+                    'OS_CLIENT_CONFIG_FILE': clouds_yaml}
+
+    def osc(self, cloud, command, *args, json_output=True):
+        """``openstack --os-cloud <cloud> accelerator <command> <args>``;
+        its JSON output (or text), or ``Failed`` raised."""
+        argv = [OPENSTACK, '--os-cloud', cloud]
+        if self.version:
+            argv += ['--os-accelerator-api-version', self.version]
+        argv += ['accelerator'] + command.split() + list(args)
+        if json_output:
+            argv += ['-f', 'json']
+        done = subprocess.run(argv, env=self.env, capture_output=True,
+                              text=True, timeout=120)
+        if done.returncode:
+            raise Failed(done)
+        self.ran.add('accelerator ' + command)
+        return json.loads(done.stdout) if json_output else done.stdout
+
+    def assert_refused(self, reason, cloud, command, *args, **kwargs):
+        """The command fails, and says ``reason`` (the API's)."""
+        error = self.assertRaises(Failed, self.osc, cloud, command, *args,
+                                  **kwargs)
+        self.assertIn(reason, error.stderr)
+
+    def get(self, path, version=None):
+        found = self.aio.api('GET', path, version)
+        return found.json() if found.status_code == 200 else (
+            found.status_code)
+
+    def test_every_command(self):
+        registered = registered_commands()
+        self.assertEqual({'python-openstackclient', 'python-cyborgclient'},
+                         set(registered))
+        for names in registered.values():
+            self.assertEqual(set(COVERED), names,
+                             'commands of the group the table lacks')
+        # What runs is python-openstackclient's: when that changes, run
+        # python-cyborgclient's too.
+        self.assertEqual({'openstackclient'}, {
+            module.split('.')[0] for module in implementations().values()})
+        # Each ``openstack`` costs a second or more of start-up: the two
+        # independent halves run side by side.
+        with futures.ThreadPoolExecutor(2) as pool:
+            hardware = pool.submit(self.hardware)
+            uuid = self.device_profiles()
+            self.accelerator_requests()
+            hardware.result()
+        self.osc('admin', 'device profile delete', uuid, json_output=False)
+        self.assertEqual(404, self.get('/v2/device_profiles/' + uuid))
+        self.assertEqual(set(COVERED), self.ran,
+                         'commands of the group no step runs')
+
+    def device_profiles(self):
+        made = self.osc('admin', 'device profile create', 'osc-dp',
+                        '--group', ','.join('%s=%s' % item
+                                            for item in GROUP.items()),
+                        '--description', 'made by openstack')
+        held = self.get('/v2/device_profiles/' + made['uuid'])[
+            'device_profile']
+        self.assertEqual(('osc-dp', [GROUP], 'made by openstack'),
+                         (held['name'], held['groups'], held['description']))
+        self.assertIn(made['uuid'], [p['uuid'] for p in self.osc(
+            'member', 'device profile list')])
+        self.assertEqual([GROUP], self.osc(
+            'member', 'device profile show', made['uuid'])['groups'])
+        if self.version:
+            self.assertEqual(made['uuid'], self.osc(
+                'member', 'device profile show', 'osc-dp')['uuid'])
+        else:
+            # By name from 2.2, as upstream.
+            self.assert_refused('needs microversion 2.2', 'member',
+                                'device profile show', 'osc-dp')
+        if self.refusals:
+            self.assert_refused(POLICY, 'member', 'device profile create',
+                                'x', '--group', 'resources:FPGA=1')
+            self.assertEqual([], self.get('/v2/device_profiles?name=x')[
+                'device_profiles'])
+        return made['uuid']
+
+    def hardware(self):
+        self.deployables()
+        self.devices()
+        self.attributes()
+
+    def deployables(self):
+        [expected] = self.aio.deployables
+        [listed] = self.osc('admin', 'deployable list')
+        self.assertEqual(expected['uuid'], listed['uuid'])
+        self.assertEqual(expected['name'], self.osc(
+            'admin', 'deployable show', expected['uuid'])['name'])
+        image = self.aio.image['id']
+        self.osc('admin', 'deployable program', expected['uuid'], image)
+        self.assertEqual(image, self.get(
+            '/v2/deployables/' + expected['uuid'])['bitstream_id'])
+
+    def devices(self):
+        [device] = self.osc('admin', 'device list')
+        self.assertEqual(('FPGA', self.aio.hostname),
+                         (device['type'], device['hostname']))
+        shown = self.osc('admin', 'device show', device['uuid'])
+        # The status shows from 2.3 (the client leaves the column out
+        # before).
+        self.assertEqual((device['uuid'], 'enabled' if self.version
+                          else None), (shown['uuid'], shown.get('status')))
+        path = '/v2/devices/' + device['uuid']
+        if self.refusals:
+            self.assert_refused(POLICY, 'member', 'device show',
+                                device['uuid'])
+            # The client does not look at the answer to enable and
+            # disable: a refusal is silent, the device stays as it was.
+            self.osc('member', 'device disable', device['uuid'],
+                     json_output=False)
+            self.assertEqual('enabled', self.get(path, '2.3')['status'])
+        self.osc('admin', 'device disable', device['uuid'],
+                 json_output=False)
+        self.assertEqual('maintaining', self.get(path, '2.3')['status'])
+        self.osc('admin', 'device enable', device['uuid'],
+                 json_output=False)
+        self.assertEqual('enabled', self.get(path, '2.3')['status'])
+
+    def attributes(self):
+        listed = self.osc('admin', 'device attribute list')
+        deployable_id = str(listed[0]['deployable_id'])
+        made = self.osc('admin', 'device attribute create', deployable_id,
+                        'owner', 'team-a')
+        path = '/v2/attributes/' + made['uuid']
+        held = self.get(path)
+        self.assertEqual(('owner', 'team-a', listed[0]['deployable_id']),
+                         (held['key'], held['value'], held['deployable_id']))
+        self.assertEqual('team-a', self.osc(
+            'admin', 'device attribute show', made['uuid'])['value'])
+        self.osc('admin', 'device attribute delete', made['uuid'],
+                 json_output=False)
+        self.assertEqual(404, self.get(path))
+
+    def wait_for_state(self, uuid, state, timeout=30):
+        path = '/v2/accelerator_requests/' + uuid
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            held = self.get(path)
+            if held['state'] == state:
+                return held
+            time.sleep(0.2)
+        self.fail('ARQ %s stayed %s, not %s' % (uuid, held['state'], state))
+
+    def accelerator_requests(self):
+        arq = self.osc('member', 'arq create', 'osc-dp')
+        path = '/v2/accelerator_requests/' + arq['uuid']
+        held = self.get(path)
+        self.assertEqual(('Initial', 'osc-dp', clients.PROJECT),
+                         (held['state'], held['device_profile_name'],
+                          held['project_id']))
+        self.assertIn(arq['uuid'], [a['uuid'] for a in self.osc(
+            'member', 'arq list')])
+        self.assertEqual('Initial', self.osc('member', 'arq show',
+                                             arq['uuid'])['state'])
+        if self.refusals:
+            self.assertNotIn(arq['uuid'], [a['uuid'] for a in self.osc(
+                'other', 'arq list')])
+        self.bind_and_unbind(arq['uuid'], path)
+        self.osc('member', 'arq delete', arq['uuid'], json_output=False)
+        self.assertEqual(404, self.get(path))
+
+    def bind_and_unbind(self, uuid, path):
+        """Nova's part: a member's token and a service token."""
+        bind = ('arq bind', uuid, self.aio.hostname, INSTANCE,
+                self.aio.deployables[0]['rp_uuid'])
+        if self.refusals:
+            self.assert_refused('needs a service token', 'member', *bind)
+            self.assertEqual('Initial', self.get(path)['state'])
+        self.osc('nova', *bind)
+        bound = self.wait_for_state(uuid, 'Bound')
+        self.assertEqual((INSTANCE, self.aio.hostname),
+                         (bound['instance_uuid'], bound['hostname']))
+        if self.refusals:
+            self.assert_refused('Deleting bound ARQs needs a service token',
+                                'member', 'arq delete', uuid,
+                                json_output=False)
+        self.osc('nova', 'arq unbind', uuid)
+        unbound = self.get(path)
+        self.assertEqual(('Unbound', None, None),
+                         (unbound['state'], unbound['instance_uuid'],
+                          unbound['hostname']))
+
+
+class DefaultMicroversionTest(_Commands, testtools.TestCase):
+    """At the microversion the client sends unless told (2.0)."""
+
+    refusals = True
+
+
+class Microversion23Test(_Commands, testtools.TestCase):
+    """With ``--os-accelerator-api-version 2.3``."""
+
+    version = '2.3'
