@@ -304,6 +304,19 @@ class NovaCloud(fixtures.Fixture):
         return self.placement('/resource_providers/%s/usages' %
                               provider_uuid)['usages']
 
+    def log_lines(self, prefix, *needles):
+        """The lines of the logs named ``prefix*`` that hold every one of
+        ``needles``: what a failure message shows of the services' view."""
+        found = []
+        for name in sorted(os.listdir(self.logs)):
+            if not name.startswith(prefix):
+                continue
+            with open(os.path.join(self.logs, name), errors='replace') as f:
+                found.extend('%s: %s' % (name, line.rstrip()[:600])
+                             for line in f
+                             if all(n in line for n in needles))
+        return found
+
     def restart_cyborg(self):
         process = self.processes.pop('cyborg')
         if process.terminate() != 0:

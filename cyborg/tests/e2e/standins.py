@@ -190,6 +190,9 @@ class TimingProxy(StandIn):
         super().__init__()
         self.target = target
         self.calls = []
+        # What went wrong between Nova and cyborg: 5xx answers and
+        # requests the proxy could not forward.
+        self.failures = []
         self.session = requests.Session()
         adapter = requests.adapters.HTTPAdapter(pool_connections=4,
                                                 pool_maxsize=32)
@@ -207,13 +210,24 @@ class TimingProxy(StandIn):
         if environ.get('CONTENT_TYPE'):
             headers['Content-Type'] = environ['CONTENT_TYPE']
         started = time.monotonic()
-        response = self.session.request(
-            method, self.target + path + ('?' + query if query else ''),
-            data=body, headers=headers, timeout=120)
+        url = self.target + path + ('?' + query if query else '')
+        try:
+            response = self.session.request(method, url, data=body,
+                                            headers=headers, timeout=120)
+        except requests.RequestException as e:
+            # Nova sees a 502, and the test's output says why.
+            with self.lock:
+                self.calls.append((method, path, 502,
+                                   time.monotonic() - started, started))
+                self.failures.append('%s %s: %s' % (method, url, e))
+            return _reply(start_response, 502, {'error': str(e)})
         elapsed = time.monotonic() - started
         with self.lock:
             self.calls.append((method, path, response.status_code, elapsed,
                                started))
+            if response.status_code >= 500:
+                self.failures.append('%s %s: %d %s' % (
+                    method, url, response.status_code, response.text))
         passed = [(k, v) for k, v in response.headers.items()
                   if k.lower() not in ('connection', 'transfer-encoding',
                                        'content-encoding',

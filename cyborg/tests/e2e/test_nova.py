@@ -96,6 +96,7 @@ class NovaBootsWithCyborgTest(testtools.TestCase):
         self.cloud.check_running()
         tree = self.cloud.provider_tree()
         [self.card] = [p['uuid'] for p in tree['children']]
+        self.failures_before = len(self.cloud.proxy.failures)
         self.addCleanup(self._nothing_left_behind)
         self.addCleanup(self._report_strays)
 
@@ -157,7 +158,19 @@ class NovaBootsWithCyborgTest(testtools.TestCase):
         e2e.wait(lambda: self.cloud.nova(
             'GET', '/servers/%s' % server).status_code == 404,
             e2e.BOOT_TIMEOUT, 'server %s deleted' % server)
-        self.assertEqual([], self.cloud.arqs(server))
+        left = self.cloud.arqs(server)
+        if left:
+            # Nova logs a failed delete and goes on: say what it saw.
+            raise AssertionError(
+                'server %s is deleted but its ARQs are not: %s\n'
+                'Nova\'s calls that failed: %s\nnova-compute on it:\n%s\n'
+                'cyborg\'s warnings and errors:\n%s' % (
+                    server, left, self.cloud.proxy.failures,
+                    '\n'.join(self.cloud.log_lines('nova-compute', server)[
+                        -20:]),
+                    '\n'.join(
+                        [line for line in self.cloud.log_lines('cyborg-aio')
+                         if ' WARNING ' in line or ' ERROR ' in line][-20:])))
         self.assertEqual({}, self.cloud.allocations(server))
 
     def bound_arqs(self, server, count=1):
@@ -189,6 +202,8 @@ class NovaBootsWithCyborgTest(testtools.TestCase):
     def _report_strays(self):
         for standin in (self.cloud.glance, self.cloud.neutron):
             self.assertEqual([], standin.unexpected)
+        # No call of Nova's to cyborg failed on cyborg's side.
+        self.assertEqual([], self.cloud.proxy.failures[self.failures_before:])
 
     # -- the tests --------------------------------------------------------
 
