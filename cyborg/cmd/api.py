@@ -1,4 +1,8 @@
-"""cyborg-api: the REST API, served by cheroot in worker processes."""
+"""cyborg-api: the REST API, served by cheroot.
+
+One worker (``[api] api_workers = 1``) serves from this process; more
+are forked by oslo.service's launcher and share the port.
+"""
 
 import sys
 
@@ -13,6 +17,9 @@ def main():
     service.prepare_service(sys.argv)
     workers = CONF.api.api_workers or server.default_workers()
     api = server.APIService(CONF, workers=workers)
+    if workers == 1:
+        # No parent that only watches a single worker: half the memory.
+        sys.exit(service.run_in_foreground(api))
     sys.exit(service.launch([api], workers=workers))
 
 

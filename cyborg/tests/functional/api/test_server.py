@@ -38,6 +38,15 @@ def listening_sockets(port):
     return count
 
 
+def child_processes(pid):
+    """The pids of the processes ``pid`` started (and that still run)."""
+    found = []
+    for task in os.listdir('/proc/%d/task' % pid):
+        with open('/proc/%d/task/%s/children' % (pid, task)) as f:
+            found.extend(int(child) for child in f.read().split())
+    return found
+
+
 def wait_for_v2(url, process):
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
@@ -130,6 +139,8 @@ class CyborgAPITest(base.TestCase):
         self.assertEqual('v2.0', response.json()['id'])
         self.assertEqual('accelerator 2.0',
                          response.headers['OpenStack-API-Version'])
+        # One worker serves from the process itself: no launcher parent.
+        self.assertEqual([], child_processes(process.pid))
         self._stop(process)
 
     def test_two_workers(self):
@@ -139,6 +150,7 @@ class CyborgAPITest(base.TestCase):
         while listening_sockets(port) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertEqual(2, listening_sockets(port))
+        self.assertEqual(2, len(child_processes(process.pid)))
         for _ in range(20):
             with requests.Session() as session:  # a new connection each
                 self.assertEqual(200, session.get(url + '/v2').status_code)
