@@ -7,18 +7,28 @@ becomes exception.PlacementError with the status and Placement's detail.
 from urllib import parse
 
 from keystoneauth1 import loading as ks_loading
+from keystoneauth1 import session as ks_session
 import openstack
 
 from cyborg.common import exception
 
 GROUP = 'placement'
+# Connections kept open to Placement: as many as the threads that may
+# sync hosts at once (oslo.messaging's RPC executor has 64 by default).
+# requests' default of 10 would open and drop a connection per request
+# beyond the tenth during a storm of reports.
+POOL_SIZE = 64
 
 
 def connect(conf):
-    """An openstacksdk Placement proxy (a keystoneauth adapter)."""
+    """An openstacksdk Placement proxy (a keystoneauth adapter) whose
+    session keeps up to POOL_SIZE connections open."""
     auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
     session = ks_loading.load_session_from_conf_options(conf, GROUP,
                                                         auth=auth)
+    for scheme in ('http://', 'https://'):
+        session.session.mount(scheme, ks_session.TCPKeepAliveAdapter(
+            pool_maxsize=POOL_SIZE))
     connection = openstack.connection.Connection(session=session,
                                                  oslo_conf=conf)
     return connection.placement

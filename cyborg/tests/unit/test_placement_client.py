@@ -1,0 +1,89 @@
+"""The Placement client keeps enough connections open for concurrent
+syncs (cyborg.common.clients.placement.connect)."""
+
+import concurrent.futures
+import http.server
+import json
+import threading
+
+from keystoneauth1 import loading as ks_loading
+
+from cyborg.common.clients import placement
+from cyborg.tests import base
+
+# More requests in flight at once than requests' default pool (10) keeps.
+IN_FLIGHT = 24
+
+
+class _Counting(http.server.ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self):
+        super().__init__(('127.0.0.1', 0), _Handler)
+        self.connections = 0
+        self.lock = threading.Lock()
+        # Every request of a round waits for the others: IN_FLIGHT
+        # requests really are in flight together.
+        self.together = threading.Barrier(IN_FLIGHT, timeout=30)
+
+
+class _Handler(http.server.BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'  # keep-alive
+
+    def setup(self):
+        super().setup()
+        with self.server.lock:
+            self.server.connections += 1
+
+    def do_GET(self):
+        if self.path.startswith('/resource_providers'):
+            self.server.together.wait()
+            body = b'{"resource_providers": []}'
+        else:  # version discovery, as Placement answers it
+            body = json.dumps({'versions': [{
+                'id': 'v1.0', 'min_version': '1.0', 'max_version': '1.39',
+                'status': 'CURRENT', 'links': [
+                    {'rel': 'self', 'href': ''}]}]}).encode()
+        self.send_response(200)
+        self.send_header('Content-Type', 'application/json')
+        self.send_header('Content-Length', str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+class ConnectionPoolTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.server = _Counting()
+        thread = threading.Thread(target=self.server.serve_forever,
+                                  daemon=True)
+        thread.start()
+        self.addCleanup(self.server.server_close)
+        self.addCleanup(self.server.shutdown)
+        self.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='placement')
+        self.flags(auth_type='admin_token', token='admin',
+                   endpoint='http://127.0.0.1:%d' % self.server.server_port,
+                   group='placement')
+
+    def _round(self, client):
+        with concurrent.futures.ThreadPoolExecutor(IN_FLIGHT) as pool:
+            statuses = list(pool.map(
+                lambda _: client.get('/resource_providers',
+                                     microversion='1.0').status_code,
+                range(IN_FLIGHT)))
+        self.assertEqual([200] * IN_FLIGHT, statuses)
+
+    def test_concurrent_requests_reuse_their_connections(self):
+        client = placement.connect(self.conf)
+        self._round(client)
+        opened = self.server.connections
+        self.assertGreaterEqual(opened, IN_FLIGHT)
+        # A second storm finds every connection of the first still open.
+        self._round(client)
+        self.assertEqual(opened, self.server.connections)
