@@ -14,7 +14,9 @@ opts = [
     cfg.IntOpt(
         'api_workers', min=1,
         help='Number of API worker processes. Defaults to the number of '
-             'CPUs, at most 4.'),
+             'CPUs, at most 4. With 1, the cyborg-api process serves '
+             'itself; with more, it forks them and restarts one that '
+             'dies.'),
     cfg.IntOpt(
         'threads_per_worker', default=16, min=1,
         help='Request-handling threads in each API worker.'),
