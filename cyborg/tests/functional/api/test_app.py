@@ -2,6 +2,7 @@
 microversion headers, routing, errors, healthcheck, request ids, CORS,
 and keystone mode without a keystone."""
 
+import collections
 import json
 
 from oslo_middleware import cors
@@ -10,6 +11,7 @@ import webob
 
 from cyborg.api import app as api_app
 from cyborg.tests import base
+from cyborg.tests.functional.api import routes
 
 V2_HEADERS = ('OpenStack-API-Minimum-Version',
               'OpenStack-API-Maximum-Version')
@@ -128,6 +130,41 @@ class VersionDocumentTest(APITestCase):
         self.assertEqual('GET', response.headers['Allow'])
         self.assertEqual('Client', fault_of(response)['faultcode'])
         self.assertEqual(405, self.request('/v2', method='DELETE').status_int)
+
+
+class MethodNotAllowedTest(APITestCase):
+    """Every path of the controller tree answers a method it does not
+    serve with 405, the error envelope and ``Allow`` naming the methods
+    it serves, before any policy, microversion or body check."""
+
+    METHODS = ('GET', 'POST', 'PUT', 'PATCH', 'DELETE')
+    SOME_ID = '0b7d3e52-7c4f-4d7e-9a61-3f1d2c5b8e90'
+
+    def served(self):
+        """{path: the methods it serves} of every route."""
+        served = collections.defaultdict(set)
+        for route in routes.all_routes():
+            served[route.path].add(route.method)
+        return served
+
+    def test_other_methods_are_405_with_allow(self):
+        served = self.served()
+        self.assertEqual({'POST'}, served['/v2/devices/{id}/enable'])
+        self.assertEqual({'GET', 'PATCH', 'DELETE'},
+                         served['/v2/accelerator_requests/{id}'])
+        for path, methods in served.items():
+            url = path.replace(routes.PLACEHOLDER, self.SOME_ID)
+            for method in sorted(set(self.METHODS) - methods):
+                response = self.request(url, method=method, headers={
+                    'OpenStack-API-Version': 'accelerator latest'})
+                where = '%s %s' % (method, url)
+                self.assertEqual(405, response.status_int, where)
+                self.assertEqual(', '.join(sorted(methods)),
+                                 response.headers['Allow'], where)
+                fault = fault_of(response)
+                self.assertEqual(('Client', 'Method Not Allowed'),
+                                 (fault['faultcode'], fault['faultstring']),
+                                 where)
 
 
 class MicroversionTest(APITestCase):
