@@ -1,12 +1,40 @@
-"""What every resource controller does the same way: policy checks,
-uuids in paths and timestamps in views. Bodies and query strings are
-read by ``cyborg.api.validation``."""
+"""What every controller does the same way: the HTTP methods a path
+serves, policy checks, uuids in paths and timestamps in views. Bodies
+and query strings are read by ``cyborg.api.validation``."""
 
 from oslo_utils import uuidutils
 import pecan
 
 from cyborg.common import exception
 from cyborg.common import policy
+
+
+def methods():
+    """A controller's ``index`` (or an action such as ``enable``) that
+    serves only the HTTP methods registered on it::
+
+        index = common.methods()
+
+        @index.when('GET')
+        def index_get(self):
+            ...
+
+    ``when`` is pecan's, its template JSON unless told. Any other method
+    is a 405 with the error envelope (``ErrorHook``) and an ``Allow``
+    header listing the registered methods (pecan adds it to a 405 of a
+    generic method).
+    """
+    @pecan.expose(generic=True, template='json')
+    def index(self):
+        pecan.abort(405)
+
+    register = index.when
+
+    def when(method, template='json', **kwargs):
+        return register(method, template=template, **kwargs)
+
+    index.when = when
+    return index
 
 
 def authorize(rule, project_id=None):

@@ -11,6 +11,7 @@ import re
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api.controllers import v1 as v1_controller
 from cyborg.api.controllers import v2 as v2_controller
@@ -65,11 +66,9 @@ class RootController:
     v1 = v1_controller.V1Controller()
     v2 = v2_controller.V2Controller()
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         """The version document; needs no authentication."""
         current = v2_summary(pecan.request)

@@ -6,6 +6,7 @@ microversions. The proposal writes the resource both as
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api.controllers.v1 import accelerators
 
@@ -16,11 +17,9 @@ class V1Controller:
     accelerators = accelerators.AcceleratorsController()
     accelerator = accelerators
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         """The v1 version document; needs no authentication."""
         return {'id': 'v1.0',

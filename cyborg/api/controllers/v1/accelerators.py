@@ -151,11 +151,9 @@ class SpecController:
     def __init__(self, accelerator):
         self.accelerator = accelerator
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='PUT', template='json')
+    @index.when('PUT')
     def index_put(self):
         request = pecan.request
         context = common.authorize('cyborg:accelerator:update')
@@ -202,11 +200,9 @@ class AcceleratorController:
         pecan.response.headers['ETag'] = _etag(view.row.spec_version)
         return accelerator_view(pecan.request, view)
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = common.authorize('cyborg:accelerator:get_one')
         common.check_uuid(self.uuid)
@@ -215,11 +211,11 @@ class AcceleratorController:
             return hardware_view(pecan.request, hardware)
         return self.show(self.load(context))
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         _create(self.uuid)
 
-    @index.when(method='PUT', template='json')
+    @index.when('PUT')
     def index_put(self):
         """Attach to an instance, a host, or the host it is on."""
         request = pecan.request
@@ -247,7 +243,7 @@ class AcceleratorController:
             host=host)
         return self.show(self.load(context))
 
-    @index.when(method='DELETE', template='json')
+    @index.when('DELETE')
     def index_delete(self):
         """Detach."""
         context = common.authorize('cyborg:accelerator:detach')
@@ -264,11 +260,9 @@ class AcceleratorController:
 class AcceleratorsController:
     """``/v1/accelerators``."""
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = common.authorize('cyborg:accelerator:get_all')
         request = pecan.request
@@ -278,7 +272,7 @@ class AcceleratorsController:
             hardware_view(request, hardware)
             for hardware in db_accelerators.list_hardware_for_api(context)]}
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         _create()
 

@@ -20,6 +20,7 @@ Unversioned paths (``/devices``) reach this controller too, through
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api.controllers.v2 import accelerator_requests
 from cyborg.api.controllers.v2 import attachments
@@ -50,11 +51,9 @@ class V2Controller:
     attachments = attachments.AttachmentsController()
     hardware = hardware.HardwareController()
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         """The v2 version document; needs no authentication."""
         return {'id': 'v2.0',

@@ -109,7 +109,8 @@ def _require_service(context, action):
 def apply_patch(request, context, only=None):
     """Binds or unbinds the ARQs a PATCH body names (only the ARQ
     ``only`` if given); answers 202 once done. The service token is
-    checked before the body is read."""
+    checked before the body is read; the conductor refuses to bind an
+    instance that has ARQs already (400)."""
     _require_service(context, _('Binding or unbinding ARQs'))
     kind, patch = parse_patch(validation.body(request, schema.PATCH),
                               context, request)
@@ -117,11 +118,6 @@ def apply_patch(request, context, only=None):
         raise _invalid(_('The body of PATCH %(path)s must patch that ARQ '
                          'only: {"%(uuid)s": [...]}.')
                        % {'path': request.path, 'uuid': only})
-    if kind == 'add':
-        instance = next(iter(patch.values()))['instance_uuid']
-        if db_arqs.instance_has_arqs(context, instance):
-            raise _invalid(_('Instance %s already has accelerator '
-                             'requests.') % instance)
     request.conductor_api.arq_apply_patch(context, patch,
                                           visible_project(context))
     pecan.response.status = 202
@@ -145,18 +141,16 @@ class AcceleratorRequestController:
     def __init__(self, uuid):
         self.uuid = uuid
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = common.authorize('cyborg:arq:get_one')
         common.check_uuid(self.uuid)
         return view(pecan.request, db_arqs.get(
             context, self.uuid, visible_project(context)))
 
-    @index.when(method='PATCH', template='json')
+    @index.when('PATCH')
     def index_patch(self):
         """Binds or unbinds this ARQ, as the collection's PATCH does with
         a body naming only this ARQ (what openstacksdk sends)."""
@@ -164,7 +158,7 @@ class AcceleratorRequestController:
         common.check_uuid(self.uuid)
         apply_patch(pecan.request, context, only=self.uuid)
 
-    @index.when(method='DELETE', template='json')
+    @index.when('DELETE')
     def index_delete(self):
         """``DELETE ?arqs=<this uuid>``."""
         context = common.authorize('cyborg:arq:delete')
@@ -174,11 +168,9 @@ class AcceleratorRequestController:
 class AcceleratorRequestsController:
     """``/v2/accelerator_requests``."""
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self, **_ignored):
         request = pecan.request
         context = common.authorize('cyborg:arq:get_all')
@@ -198,7 +190,7 @@ class AcceleratorRequestsController:
         return pagination.collection(request, 'arqs',
                                      [view(request, a) for a in arqs], page)
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         request = pecan.request
         context = common.authorize('cyborg:arq:create')
@@ -212,11 +204,11 @@ class AcceleratorRequestsController:
         pecan.response.status = 201
         return {'arqs': [view(request, arq) for arq in arqs]}
 
-    @index.when(method='PATCH', template='json')
+    @index.when('PATCH')
     def index_patch(self):
         apply_patch(pecan.request, common.authorize('cyborg:arq:update'))
 
-    @index.when(method='DELETE', template='json')
+    @index.when('DELETE')
     def index_delete(self, **_ignored):
         request = pecan.request
         context = common.authorize('cyborg:arq:delete')

@@ -19,11 +19,9 @@ class AttachmentController:
     def __init__(self, instance_uuid):
         self.instance_uuid = instance_uuid
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='DELETE', template='json')
+    @index.when('DELETE')
     def index_delete(self):
         context = _ops.authorize('cyborg:attachment:delete')
         common.check_uuid(self.instance_uuid)
@@ -34,11 +32,9 @@ class AttachmentController:
 
 class AttachmentsController:
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         request = pecan.request
         context = _ops.authorize('cyborg:attachment:create')

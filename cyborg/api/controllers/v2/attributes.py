@@ -47,34 +47,29 @@ class AttributeController:
     def __init__(self, uuid):
         self.uuid = uuid
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = common.authorize('cyborg:attribute:get_one')
         common.check_uuid(self.uuid)
         return attribute_view(pecan.request,
                               db_attributes.get_by_uuid(context, self.uuid))
 
-    @index.when(method='DELETE')
+    @index.when('DELETE')
     def index_delete(self):
         context = common.authorize('cyborg:attribute:delete')
         common.check_uuid(self.uuid)
         pecan.request.conductor_api.attribute_delete(context, self.uuid)
         pecan.response.status = 204
-        return ''
 
 
 class AttributesController:
     """``/v2/attributes``."""
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         request = pecan.request
         context = common.authorize('cyborg:attribute:get_all')
@@ -87,7 +82,7 @@ class AttributesController:
             request, 'attributes',
             [attribute_view(request, row) for row in rows], page)
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         request = pecan.request
         context = common.authorize('cyborg:attribute:create')

@@ -108,21 +108,17 @@ class DeployableController:
                                                      self.uuid)
         return deployable_view(request, row, attributes)
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         common.authorize('cyborg:deployable:get_one')
         common.check_uuid(self.uuid)
         return self._show()
 
-    @pecan.expose(generic=True, template='json')
-    def program(self):
-        pecan.abort(405)
+    program = common.methods()
 
-    @program.when(method='PATCH', template='json')
+    @program.when('PATCH')
     def program_patch(self, again=None):
         """``again``: openstacksdk (so ``openstack accelerator deployable
         program``) sends ``.../{uuid}/program/{uuid}``; that is taken,
@@ -141,11 +137,9 @@ class DeployableController:
 class DeployablesController:
     """``/v2/deployables``."""
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         request = pecan.request
         context = common.authorize('cyborg:deployable:get_all')

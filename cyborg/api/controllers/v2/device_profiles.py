@@ -52,11 +52,9 @@ class DeviceProfileController:
     def __init__(self, ident):
         self.ident = ident
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         request = pecan.request
         context = common.authorize('cyborg:device_profile:get_one')
@@ -68,7 +66,7 @@ class DeviceProfileController:
         row = db_device_profiles.get(context, self.ident, by_name=by_name)
         return {'device_profile': view(request, row)}
 
-    @index.when(method='DELETE', template='json')
+    @index.when('DELETE')
     def index_delete(self):
         context = common.authorize('cyborg:device_profile:delete')
         names = validation.path_value('value', self.ident,
@@ -80,11 +78,9 @@ class DeviceProfileController:
 class DeviceProfilesController:
     """``/v2/device_profiles``."""
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self, **_ignored):
         request = pecan.request
         context = common.authorize('cyborg:device_profile:get_all')
@@ -95,7 +91,7 @@ class DeviceProfilesController:
                                      [view(request, row) for row in rows],
                                      page)
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         request = pecan.request
         context = common.authorize('cyborg:device_profile:create')
@@ -106,7 +102,7 @@ class DeviceProfilesController:
         common.created(body['links'][0]['href'])
         return body
 
-    @index.when(method='DELETE', template='json')
+    @index.when('DELETE')
     def index_delete(self, **_ignored):
         request = pecan.request
         context = common.authorize('cyborg:device_profile:delete')

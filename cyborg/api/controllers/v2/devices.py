@@ -59,30 +59,24 @@ class DeviceController:
         # 2xx).
         pecan.response.status = 204
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = common.authorize('cyborg:device:get_one')
         common.check_uuid(self.uuid)
         return device_view(pecan.request,
                            db_devices.get_for_api(context, self.uuid))
 
-    @pecan.expose(generic=True)
-    def enable(self):
-        pecan.abort(405)
+    enable = common.methods()
 
-    @enable.when(method='POST')
+    @enable.when('POST')
     def enable_post(self):
         return self._set_status('enable', ENABLED)
 
-    @pecan.expose(generic=True)
-    def disable(self):
-        pecan.abort(405)
+    disable = common.methods()
 
-    @disable.when(method='POST')
+    @disable.when('POST')
     def disable_post(self):
         return self._set_status('disable', MAINTAINING)
 
@@ -90,11 +84,9 @@ class DeviceController:
 class DevicesController:
     """``/v2/devices``."""
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         request = pecan.request
         context = common.authorize('cyborg:device:get_all')

@@ -4,6 +4,7 @@ the agents reported, with one summary per host."""
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers.v2 import _ops
 from cyborg.api.schemas import discovery as schema
 from cyborg.api import validation
@@ -11,11 +12,9 @@ from cyborg.api import validation
 
 class DiscoveryController:
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         request = pecan.request
         context = _ops.authorize('cyborg:discovery:create')

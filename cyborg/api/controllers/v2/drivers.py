@@ -8,6 +8,7 @@ use). Operations answer one status per host once the agents reported.
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers.v2 import _ops
 from cyborg.api.schemas import drivers as schema
 from cyborg.api import validation
@@ -28,11 +29,9 @@ class DriverController:
     def __init__(self, name):
         self.name = name
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='PATCH', template='json')
+    @index.when('PATCH')
     def index_patch(self):
         request = pecan.request
         context = _ops.authorize('cyborg:driver:update')
@@ -40,7 +39,7 @@ class DriverController:
         return {'drivers': request.conductor_api.driver_update(
             context, self.name, body.get('host'))}
 
-    @index.when(method='DELETE', template='json')
+    @index.when('DELETE')
     def index_delete(self):
         request = pecan.request
         context = _ops.authorize('cyborg:driver:uninstall')
@@ -52,17 +51,15 @@ class DriverController:
 
 class DriversController:
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = _ops.authorize('cyborg:driver:get_all')
         host = validation.query(pecan.request, schema.HOST_QUERY).get('host')
         return {'drivers': _rows(context, host or None)}
 
-    @index.when(method='POST', template='json')
+    @index.when('POST')
     def index_post(self):
         request = pecan.request
         context = _ops.authorize('cyborg:driver:install')

@@ -17,11 +17,9 @@ VERSION = '2.6'
 
 class HardwareController:
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         if not microversion.is_supported(pecan.request, VERSION):
             pecan.abort(404)

@@ -30,11 +30,9 @@ class HostController:
     def __init__(self, hostname):
         self.hostname = hostname
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = _ops.authorize('cyborg:host:get_one')
         return host_view(pecan.request,
@@ -43,11 +41,9 @@ class HostController:
 
 class HostsController:
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         context = _ops.authorize('cyborg:host:get_all')
         return {'hosts': [host_view(pecan.request, host, drivers)

@@ -14,6 +14,7 @@ lower case (``pgpu``, ``fpga``, ``custom_nic``...). The status is
 
 import pecan
 
+from cyborg.api.controllers import common
 from cyborg.api.controllers.v2 import _ops
 from cyborg.api.schemas import services as schema
 from cyborg.api import validation
@@ -60,11 +61,9 @@ def service_view(row, service):
 
 class ServicesController:
 
-    @pecan.expose(generic=True, template='json')
-    def index(self):
-        pecan.abort(405)
+    index = common.methods()
 
-    @index.when(method='GET', template='json')
+    @index.when('GET')
     def index_get(self):
         request = pecan.request
         context = _ops.authorize('cyborg:service:get_all')
