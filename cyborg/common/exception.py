@@ -190,6 +190,10 @@ class ARQNotFound(NotFound):
     msg_fmt = _('Accelerator request %(arq)s could not be found.')
 
 
+class InstanceHasARQs(Invalid):
+    msg_fmt = _('Instance %(instance)s already has accelerator requests.')
+
+
 class ARQBadState(Conflict):
     msg_fmt = _('Accelerator request %(arq)s is %(state)s; it must be one '
                 'of %(expected)s for this.')

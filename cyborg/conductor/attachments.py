@@ -150,7 +150,8 @@ class Attachments:
         patch = {uuid: {'hostname': hosts.get(rp), 'device_rp_uuid': rp,
                         'instance_uuid': instance_uuid}
                  for uuid, rp in rps.items()}
-        self.binding.apply_patch(context, patch, None)
+        self.binding.apply_patch(context, patch, None,
+                                 new_instances_only=False)
         failed = [arq.uuid for arq in db_arqs.get_many(context, uuids)
                   if arq.state != states.BOUND]
         if failed:

@@ -2,7 +2,9 @@
 
 A bind is persisted at every step that waits on something outside the
 database. In one transaction all ARQs of the request move to BindStarted
-(or none does: a second bind of the same ARQ gets 409), each claims a
+(or none does: a second bind of the same ARQ gets 409, and a bind for an
+instance that has ARQs already gets 400, checked there so that two binds
+for one instance cannot both pass), each claims a
 free attach handle of the deployable behind the provider Nova picked
 (BindFailed when none is free), and those whose device needs nothing
 more move on to Bound. The others stay BindStarted with their handle
@@ -69,8 +71,12 @@ class Binding:
                  device_profile_name)
         return uuids
 
-    def apply_patch(self, context, patch, project_id):
-        """Unbind the ARQs mapped to None, bind the others."""
+    def apply_patch(self, context, patch, project_id,
+                    new_instances_only=True):
+        """Unbind the ARQs mapped to None, bind the others. An instance
+        that has ARQs already cannot be bound again (400), as Nova binds
+        all the ARQs of an instance at once; attach-instance, which adds
+        ARQs to an instance, says ``new_instances_only=False``."""
         for uuid in [u for u, values in patch.items() if values is None]:
             self._unbind(context, uuid, project_id)
         binds = {u: values for u, values in patch.items()
@@ -78,7 +84,8 @@ class Binding:
         if not binds:
             return
         claims, failed = db_arqs.bind(context, binds, project_id,
-                                      self.conf.host, _ready)
+                                      self.conf.host, _ready,
+                                      new_instances_only)
         for uuid in failed:
             LOG.warning('Binding ARQ %s failed: no free attach handle on '
                         'provider %s', uuid, binds[uuid]['device_rp_uuid'])

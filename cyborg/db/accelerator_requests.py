@@ -153,15 +153,6 @@ def get_many(context, uuids, project_id=None):
     return [found[uuid] for uuid in uuids]
 
 
-_HAS_INSTANCE = sa.select(sa.exists().where(_is(_ARQ.c.instance_uuid)))
-
-
-@db_api.reader
-def instance_has_arqs(context, instance_uuid):
-    return _run(context, _HAS_INSTANCE, b_instance_uuid=instance_uuid
-                ).scalar()
-
-
 _PROFILE = sa.select(_DP.c.id, _DP.c.profile_json).where(_is(_DP.c.name))
 
 
@@ -231,6 +222,46 @@ def start_binds(context, binds, project_id, conductor):
     _start(context, binds, project_id, conductor)
 
 
+# An ARQ of the instance other than those ``b_uuids``, read with a lock:
+# on MariaDB the read waits for a transaction that wrote the instance on
+# another ARQ and has not committed yet.
+_OTHER_ARQ_OF_INSTANCE = sa.select(_ARQ.c.id).where(
+    _is(_ARQ.c.instance_uuid),
+    _ARQ.c.uuid.not_in(sa.bindparam('b_uuids', expanding=True)),
+).limit(1).with_for_update()
+_INSTANCE_LOCK = sa.select(sa.func.pg_advisory_xact_lock(
+    sa.func.hashtext(sa.bindparam('b_instance_uuid'))))
+
+
+def _instances(binds):
+    """The instances of ``binds``, in the order they come."""
+    return list(dict.fromkeys(v['instance_uuid'] for v in binds.values()))
+
+
+def _lock_instances(context, binds):
+    """On PostgreSQL, a lock on each instance of ``binds`` until the
+    transaction ends, so two binds for one instance take turns and the
+    second sees the ARQs of the first."""
+    if context.session.connection().dialect.name == 'postgresql':
+        for instance in sorted(_instances(binds)):
+            _run(context, _INSTANCE_LOCK, b_instance_uuid=instance)
+
+
+def _refuse_bound_instances(context, binds, others_only=False):
+    """InstanceHasARQs (400) for the first instance of ``binds`` an ARQ
+    is bound to already; with ``others_only``, an ARQ not in ``binds``
+    (those were just written). Before the write this answers as the API
+    always did; after it, under the locks it takes, no concurrent bind of
+    the same instance can have passed too (on MariaDB one of the two
+    waits for the other or deadlocks and is retried; SQLite has one
+    writer at a time)."""
+    excluded = sorted(binds) if others_only else []
+    for instance in _instances(binds):
+        if _run(context, _OTHER_ARQ_OF_INSTANCE, b_instance_uuid=instance,
+                b_uuids=excluded).first():
+            raise exception.InstanceHasARQs(instance=instance)
+
+
 # An ARQ left BindStarted with its attach handle, for the conductor to
 # prepare its device: the ARQ (its handle filled in), the deployable
 # (id uuid name) and the handle (id uuid attach_type attach_info).
@@ -259,19 +290,26 @@ def _claim(context, deployable):
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def bind(context, binds, project_id, conductor, ready):
+def bind(context, binds, project_id, conductor, ready,
+         new_instances_only=True):
     """The binds of one request, in ONE transaction.
 
-    Every ARQ of ``binds`` (as for ``start_binds``) moves to BindStarted,
-    or none does (404, 409). Each then claims a free attach handle of the
-    deployable behind its ``device_rp_uuid`` (none free: it moves to
-    BindFailed) and moves on to Bound when ``ready(arq, handle)`` says
-    that nothing is to be done on its host first. Returns ``(claims,
-    failed)``: the Claims of the ARQs left BindStarted with their handle,
-    for the caller to prepare and then ``finish_binds``, and the uuids of
-    those that failed.
+    With ``new_instances_only``, an instance of ``binds`` that has ARQs
+    already is a 400 (InstanceHasARQs). Every ARQ of ``binds`` (as for
+    ``start_binds``) moves to BindStarted, or none does (404, 409). Each
+    then claims a free attach handle of the deployable behind its
+    ``device_rp_uuid`` (none free: it moves to BindFailed) and moves on
+    to Bound when ``ready(arq, handle)`` says that nothing is to be done
+    on its host first. Returns ``(claims, failed)``: the Claims of the
+    ARQs left BindStarted with their handle, for the caller to prepare
+    and then ``finish_binds``, and the uuids of those that failed.
     """
+    _lock_instances(context, binds)
+    if new_instances_only:
+        _refuse_bound_instances(context, binds)
     _start(context, binds, project_id, conductor)
+    if new_instances_only:
+        _refuse_bound_instances(context, binds, others_only=True)
     arqs = {view.uuid: view
             for view in _select_views(context, uuids=sorted(binds))}
     claims, failed = [], []

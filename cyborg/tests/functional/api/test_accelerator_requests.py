@@ -3,6 +3,7 @@ a real database, with the fake driver's card as inventory and a stand-in
 Nova on a loopback port that records the external events it receives."""
 
 import concurrent.futures
+import threading
 import uuid as uuidlib
 
 from keystoneauth1 import adapter as ks_adapter
@@ -15,6 +16,8 @@ from oslo_utils import uuidutils
 
 from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.api import server as api_server
+from cyborg.common import context as cyborg_context
+from cyborg.common import exception
 from cyborg.common import states
 from cyborg.conductor import binding
 from cyborg.conductor import reporting
@@ -187,6 +190,71 @@ class _ARQTests(ARQSetup):
             results = sorted(pool.map(bind, range(2)))
         self.assertIn(202, results)
         self.assertEqual(1, results.count(202), results)
+
+    def test_binding_an_instance_that_has_arqs_is_400(self):
+        first, second = self.create(), self.create()
+        instance, response = self.bind(first)
+        self.assertEqual(202, response.status_int, response.body)
+        _instance, response = self.bind(second, instance=instance)
+        self.assertEqual('Instance %s already has accelerator requests.'
+                         % instance,
+                         self.assert_error(response, 400))
+        self.assertEqual(states.INITIAL, self.get(
+            PATH + '/' + second[0]['uuid']).json['state'])
+
+    def bind_values(self, arqs, instance):
+        return {arq['uuid']: {'hostname': self.hostname,
+                              'device_rp_uuid': self.rp_uuid,
+                              'instance_uuid': instance,
+                              'project_id': base.PROJECT} for arq in arqs}
+
+    def test_conductor_refuses_a_second_bind_of_an_instance(self):
+        instance = uuidutils.generate_uuid()
+        first, second = self.create(), self.create()
+        apply_patch = self.conductor.binding.apply_patch
+        apply_patch(self.context, self.bind_values(first, instance), None)
+        error = self.assertRaises(
+            exception.InstanceHasARQs, apply_patch, self.context,
+            self.bind_values(second, instance), None)
+        self.assertEqual(400, error.code)
+        self.assertEqual(states.INITIAL,
+                         db_arqs.get(self.context, second[0]['uuid']).state)
+        # attach-instance adds ARQs to an instance: it may.
+        apply_patch(self.context, self.bind_values(second, instance), None,
+                    new_instances_only=False)
+        self.assertEqual(states.BOUND,
+                         db_arqs.get(self.context, second[0]['uuid']).state)
+
+    def test_a_bind_waits_for_one_of_the_same_instance(self):
+        """The rule is checked in the bind's transaction: a bind for an
+        instance whose other bind is written but not committed waits
+        for it, then is refused."""
+        instance = uuidutils.generate_uuid()
+        first, second = self.create(), self.create()
+        written, release = threading.Event(), threading.Event()
+
+        def first_bind():
+            ctx = cyborg_context.get_admin_context()
+            with db_api.writer.using(ctx):
+                db_arqs.bind(ctx, self.bind_values(first, instance), None,
+                             'one', binding._ready)
+                written.set()
+                release.wait(30)
+
+        thread = threading.Thread(target=first_bind)
+        thread.start()
+        self.addCleanup(thread.join, 30)
+        self.addCleanup(release.set)
+        self.assertTrue(written.wait(30))
+        # Committed only after the second bind had time to get past a
+        # check that would not wait.
+        threading.Timer(0.5, release.set).start()
+        self.assertRaises(exception.InstanceHasARQs, db_arqs.bind,
+                          self.context, self.bind_values(second, instance),
+                          None, 'two', binding._ready)
+        thread.join(30)
+        self.assertEqual(states.BOUND,
+                         db_arqs.get(self.context, first[0]['uuid']).state)
 
     def test_no_free_handle_fails_the_bind_and_tells_nova(self):
         unknown = uuidutils.generate_uuid()
