@@ -26,14 +26,13 @@ allocations sit on its unit (the deployable is overcommitted).
 import datetime
 
 from oslo_log import log as logging
-import oslo_messaging as messaging
 from oslo_serialization import jsonutils
 from oslo_utils import timeutils
 
-from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common.clients import placement
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.conductor import agents as agent_gateway
 from cyborg.conductor import placement_service
 from cyborg.db import accelerators as db_accelerators
 
@@ -46,8 +45,10 @@ CLAIM_TTL = datetime.timedelta(minutes=5)
 
 class Accelerators:
 
-    def __init__(self, conf, devices, placement=None):
+    def __init__(self, conf, devices, placement=None, agents=None):
         self.conf = conf
+        #: The conductor's agent gateway.
+        self.agents = agents or agent_gateway.Agents()
         #: cyborg.conductor.devices.Devices, which syncs a host's
         #: Placement inventory from the database.
         self.devices = devices
@@ -80,16 +81,9 @@ class Accelerators:
                 accelerator=claim.name, host=claim.hostname, reason=reason)
         if claim.controlpath_id is None:
             raise failed('its device has no control path id')
-        try:
-            agent_rpcapi.AgentAPI().setup_device(
-                context, claim.hostname, claim.controlpath_id,
-                claim.driver_name)
-        except messaging.MessagingTimeout as e:
-            raise failed('the agent did not answer') from e
-        except messaging.RemoteError as e:
-            raise failed('%s: %s' % (e.exc_type, e.value)) from e
-        except exception.CyborgException as e:
-            raise failed(str(e)) from e
+        with agent_gateway.failures(failed):
+            self.agents.setup_device(context, claim.hostname,
+                                     claim.controlpath_id, claim.driver_name)
 
     def expire_claims(self, context=None):
         """Periodic: drop provisioning claims nobody finished."""

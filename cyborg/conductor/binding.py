@@ -23,11 +23,11 @@ import datetime
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
-from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import profile_groups
 from cyborg.common import states
+from cyborg.conductor import agents as agent_gateway
 from cyborg.conductor import inventory
 from cyborg.conductor import nova_events
 from cyborg.db import accelerator_requests as db_arqs
@@ -44,22 +44,18 @@ PERIODIC_INTERVAL = 30
 
 class Binding:
 
-    def __init__(self, conf, inventory=None):
+    def __init__(self, conf, inventory=None, agents=None):
         self.conf = conf
-        self._agents = None
+        #: The conductor's agent gateway.
+        self.agents = agents or agent_gateway.Agents()
         self._inventory = inventory
         self.events = nova_events.NovaEvents(conf)
 
     @property
-    def agents(self):
-        if self._agents is None:
-            self._agents = agent_rpcapi.AgentAPI()
-        return self._agents
-
-    @property
     def inventory(self):
         if self._inventory is None:
-            self._inventory = inventory.Inventory(self.conf)
+            self._inventory = inventory.Inventory(self.conf,
+                                                  agents=self.agents)
         return self._inventory
 
     def periodic_tasks(self):

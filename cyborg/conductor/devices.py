@@ -17,10 +17,9 @@ enabling one first runs its driver's setup step on its host (the seed's
 """
 
 from oslo_log import log as logging
-import oslo_messaging as messaging
 
-from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common import exception
+from cyborg.conductor import agents as agent_gateway
 from cyborg.conductor import placement_service
 from cyborg.db import devices as db_devices
 from cyborg.i18n import _
@@ -32,8 +31,10 @@ STATUSES = ('enabled', db_devices.DISABLED)
 
 class Devices:
 
-    def __init__(self, conf, placement=None):
+    def __init__(self, conf, placement=None, agents=None):
         self.conf = conf
+        #: The conductor's agent gateway.
+        self.agents = agents or agent_gateway.Agents()
         #: The conductor's PlacementService.
         self.placement = (placement or
                           placement_service.PlacementService(conf))
@@ -59,16 +60,14 @@ class Devices:
                                                           device_uuid)
         if cpid is None:
             return
+
+        def failed(reason):
+            return exception.DeviceSetupFailed(
+                device=device_uuid, host=hostname, reason=reason)
         for driver_name in drivers:
-            try:
-                agent_rpcapi.AgentAPI().setup_device(context, hostname, cpid,
-                                                     driver_name)
-            except Exception as e:
-                reason = ('the agent did not answer'
-                          if isinstance(e, messaging.MessagingTimeout)
-                          else str(e))
-                raise exception.DeviceSetupFailed(
-                    device=device_uuid, host=hostname, reason=reason) from e
+            with agent_gateway.failures(failed):
+                self.agents.setup_device(context, hostname, cpid,
+                                         driver_name)
 
     def host_status_changed(self, context, hostname):
         """A host went down or came back: with ``[conductor]

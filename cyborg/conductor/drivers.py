@@ -19,8 +19,8 @@ import oslo_messaging as messaging
 import stevedore
 
 from cyborg.accelerator import drivers as accel_drivers
-from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common import exception
+from cyborg.conductor import agents as agent_gateway
 from cyborg.conductor import rpcapi as conductor_rpcapi
 from cyborg.db import devices as db_devices
 from cyborg.db import hosts as db_hosts
@@ -48,13 +48,8 @@ class Drivers:
 
     def __init__(self, conf, agents=None):
         self.conf = conf
-        self._agents = agents
-
-    @property
-    def agents(self):
-        if self._agents is None:
-            self._agents = agent_rpcapi.AgentAPI()
-        return self._agents
+        #: The conductor's agent gateway.
+        self.agents = agents or agent_gateway.Agents()
 
     def _hosts(self, context, hostname):
         """The hostnames to act on: ``hostname`` (which must exist), or
@@ -85,14 +80,12 @@ class Drivers:
     @staticmethod
     def _row(hostname, name, result):
         """One host's line of a driver operation's answer."""
-        if isinstance(result, messaging.MessagingTimeout):
-            return {'host': hostname, 'name': name, 'status': NO_ANSWER,
-                    'device_type': None, 'version': None,
-                    'error': 'the agent did not answer'}
         if isinstance(result, Exception):
-            return {'host': hostname, 'name': name, 'status': 'FAILED',
+            return {'host': hostname, 'name': name,
+                    'status': (NO_ANSWER if isinstance(
+                        result, messaging.MessagingTimeout) else 'FAILED'),
                     'device_type': None, 'version': None,
-                    'error': str(result)}
+                    'error': agent_gateway.failure_reason(result)}
         return {'host': hostname, 'name': name, 'status': result.status,
                 'device_type': result.device_type,
                 'version': result.version, 'error': result.error}
@@ -143,9 +136,7 @@ class Drivers:
             if isinstance(result, exception.DriverNotInstalled):
                 continue
             if isinstance(result, Exception):
-                raise exception.DriverOperationFailed(
-                    operation='Uninstalling driver %s' % name, host=host,
-                    reason=self._row(host, name, result)['error'])
+                raise self._uninstall_failed(name, host, result)
             users = db_devices.users_of(context, host, result)
             if users:
                 raise exception.DriverInUse(driver=name, host=host,
@@ -156,10 +147,14 @@ class Drivers:
         for host, result in results.items():
             if isinstance(result, Exception) and not isinstance(
                     result, exception.DriverNotInstalled):
-                raise exception.DriverOperationFailed(
-                    operation='Uninstalling driver %s' % name, host=host,
-                    reason=self._row(host, name, result)['error'])
+                raise self._uninstall_failed(name, host, result)
         LOG.info('Driver %s uninstalled from %s', name, ', '.join(hosts))
+
+    @staticmethod
+    def _uninstall_failed(name, host, error):
+        return exception.DriverOperationFailed(
+            operation='Uninstalling driver %s' % name, host=host,
+            reason=agent_gateway.failure_reason(error))
 
     def discover(self, context, hostname=None, timeout=None):
         """Discovery now on one host or every host that is up; waits for

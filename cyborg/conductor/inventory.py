@@ -16,12 +16,11 @@ binds whose device profile asks for a bitstream or a function):
 import re
 
 from oslo_log import log as logging
-import oslo_messaging as messaging
 
-from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common.clients import glance
 from cyborg.common.clients import placement
 from cyborg.common import exception
+from cyborg.conductor import agents as agent_gateway
 from cyborg.conductor import placement_service
 from cyborg.db import attributes as db_attributes
 from cyborg.db import deployables as db_deployables
@@ -62,8 +61,10 @@ def requested_image(properties):
 
 class Inventory:
 
-    def __init__(self, conf, placement=None):
+    def __init__(self, conf, placement=None, agents=None):
         self.conf = conf
+        #: The conductor's agent gateway.
+        self.agents = agents or agent_gateway.Agents()
         #: The conductor's PlacementService.
         self.placement = (placement or
                           placement_service.PlacementService(conf))
@@ -128,21 +129,10 @@ class Inventory:
         def failed(reason):
             return exception.FPGAProgramError(
                 deployable=target.uuid, host=hostname, reason=reason)
-        try:
-            result = agent_rpcapi.AgentAPI().fpga_program(
+        with agent_gateway.failures(failed):
+            result = self.agents.fpga_program(
                 context, hostname, target.controlpath_ids[0], image_uuid,
                 target.driver_name)
-        except messaging.MessagingTimeout as exc:
-            raise failed('the agent did not answer') from exc
-        except messaging.RemoteError as exc:
-            raise failed('%s: %s' % (exc.exc_type, exc.value)) from exc
-        except exception.CyborgException as exc:
-            if exc.code < 500:
-                raise
-            raise failed(str(exc)) from exc
-        except Exception as exc:
-            # Built-in exceptions of the agent arrive as themselves.
-            raise failed('%s: %s' % (type(exc).__name__, exc)) from exc
         if result is False:
             raise failed('the %s driver reported a failure' %
                          target.driver_name)

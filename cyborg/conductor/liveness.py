@@ -6,10 +6,10 @@ import time
 
 from oslo_log import log as logging
 
-from cyborg.agent import rpcapi as agent_rpcapi
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import notifications
+from cyborg.conductor import agents as agent_gateway
 from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.objects import host as host_obj
@@ -32,9 +32,10 @@ def _resource_provider_name(hello):
 
 class Liveness:
 
-    def __init__(self, conf, on_status_change=None):
+    def __init__(self, conf, on_status_change=None, agents=None):
         self.conf = conf
-        self._agents = None
+        #: The conductor's agent gateway.
+        self.agents = agents or agent_gateway.Agents()
         # Called with (context, hostname) when a host goes down or
         # comes back, after the notification.
         self.on_status_change = on_status_change
@@ -42,12 +43,6 @@ class Liveness:
         # until when (time.monotonic()) no host is marked down after it.
         self._outage_seen = None
         self._grace_until = None
-
-    @property
-    def agents(self):
-        if self._agents is None:
-            self._agents = agent_rpcapi.AgentAPI()
-        return self._agents
 
     def hello(self, context, hello):
         if not hello.hostname:

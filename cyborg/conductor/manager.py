@@ -4,6 +4,8 @@
 * ``reporting`` (with ``reconciler``): agents' device reports,
 * ``placement_service`` (with ``placement_sync``): the one Placement
   client, host syncs and their periodic retry,
+* ``agents``: the one agent RPC client and what a failed agent call
+  means to the caller,
 * ``device_profiles``: creating and deleting device profiles,
 * ``binding``: the ARQ lifecycle (create, bind, unbind, delete, recovery),
 * ``inventory``: FPGA programming and attributes,
@@ -19,6 +21,7 @@ import oslo_messaging as messaging
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.conductor import accelerators
+from cyborg.conductor import agents
 from cyborg.conductor import attachments
 from cyborg.conductor import binding
 from cyborg.conductor import device_profiles
@@ -52,16 +55,19 @@ class ConductorManager:
         self.host = host
         self.conf = conf
         self.placement = placement_service.PlacementService(conf)
-        self.devices = devices.Devices(conf, self.placement)
+        self.agents = agents.Agents()
+        self.devices = devices.Devices(conf, self.placement, self.agents)
         self.liveness = liveness.Liveness(
-            conf, on_status_change=self.devices.host_status_changed)
+            conf, on_status_change=self.devices.host_status_changed,
+            agents=self.agents)
         self.reporting = reporting.Reporting(conf, self.placement)
         self.device_profiles = device_profiles.DeviceProfiles(conf)
-        self.inventory = inventory.Inventory(conf, self.placement)
-        self.binding = binding.Binding(conf, self.inventory)
-        self.accelerators = accelerators.Accelerators(conf, self.devices,
-                                                      self.placement)
-        self.drivers = drivers.Drivers(conf)
+        self.inventory = inventory.Inventory(conf, self.placement,
+                                             self.agents)
+        self.binding = binding.Binding(conf, self.inventory, self.agents)
+        self.accelerators = accelerators.Accelerators(
+            conf, self.devices, self.placement, self.agents)
+        self.drivers = drivers.Drivers(conf, self.agents)
         self.attachments = attachments.Attachments(conf, self.binding,
                                                    self.placement)
 
