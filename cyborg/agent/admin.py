@@ -1,8 +1,9 @@
-"""The agent's endpoints for operators' requests, mixed into
-AgentManager: device setup when the conductor provisions a v1
-accelerator, and the generic-driver operations of the seed: install
-(load and enable) a driver, uninstall it, update it (reload with the
-current configuration), and discovery on demand.
+"""The agent's endpoints for operators' requests, a second endpoint
+object served beside AgentManager on the same RPC server: device setup
+when the conductor provisions a v1 accelerator, and the generic-driver
+operations of the seed: install (load and enable) a driver, uninstall
+it, update it (reload with the current configuration), and discovery on
+demand.
 
 Drivers installed or uninstalled at run time are remembered in
 ``$state_path/agent-drivers.json`` (``{"installed": [...],
@@ -15,9 +16,11 @@ import os
 import tempfile
 
 from oslo_log import log as logging
+import oslo_messaging as messaging
 
 from cyborg.accelerator import drivers as accel_drivers
 from cyborg.accelerator.drivers import base as drivers_base
+from cyborg.agent import operations
 from cyborg.common import exception
 
 LOG = logging.getLogger(__name__)
@@ -67,29 +70,42 @@ def _write_changes(conf, installed, uninstalled):
 
 
 class AdminEndpoints:
-    """Needs ``self.drivers``, ``self.driver_statuses``, ``self.conf``,
-    ``self.host``, ``discover``, ``_capable_driver`` and ``_run`` of
-    AgentManager."""
+    """Operators' endpoints of topic ``cyborg-agent``, on the drivers of
+    ``agent`` (the AgentManager they are served with)."""
 
+    # The agent's RPC API, as AgentManager's.
+    RPC_API_VERSION = '1.4'
+    target = messaging.Target(version=RPC_API_VERSION)
+
+    def __init__(self, agent):
+        self.agent = agent
+        self.conf = agent.conf
+        self.host = agent.host
+
+    @messaging.expected_exceptions(exception.DriverOperationFailed)
     def setup_device(self, context, controlpath_id, driver_name):
         """The setup step of ``driver_name`` for one device. A driver
         without one needs none: the device is ready as discovered."""
         operation = 'Setting up %s' % controlpath_id.get('cpid_info')
-        driver = self._capable_driver(operation,
-                                      drivers_base.AcceleratorDriver,
-                                      driver_name)
+        driver = operations.capable_driver(
+            self.agent.drivers, self.host, operation,
+            drivers_base.AcceleratorDriver, driver_name)
         if not isinstance(driver, drivers_base.Installer):
             LOG.info('%s: driver %s has no setup step', operation,
                      driver_name)
             return True
-        self._run(operation, driver.setup, controlpath_id)
+        operations.run(self.host, operation, driver.setup, controlpath_id)
         LOG.info('%s: done', operation)
         return True
 
     # Drivers
 
+    def _check_installed(self, name):
+        if self._status_of(name) is None and name not in self.agent.drivers:
+            raise exception.DriverNotInstalled(driver=name, host=self.host)
+
     def _status_of(self, name):
-        for status in self.driver_statuses:
+        for status in self.agent.driver_statuses:
             if status.name == name:
                 return status
         return None
@@ -97,10 +113,10 @@ class AdminEndpoints:
     def _load(self, name):
         """(Re)load driver ``name``; its HostDriver status."""
         drivers, statuses = accel_drivers.load([name], self.conf)
-        self.drivers.pop(name, None)
-        self.drivers.update(drivers)
-        self.driver_statuses = [s for s in self.driver_statuses
-                                if s.name != name] + statuses
+        self.agent.drivers.pop(name, None)
+        self.agent.drivers.update(drivers)
+        self.agent.driver_statuses = [s for s in self.agent.driver_statuses
+                                      if s.name != name] + statuses
         return statuses[0]
 
     def _remember(self, name, installed):
@@ -116,13 +132,13 @@ class AdminEndpoints:
     def _rediscover(self, context):
         """Tell the conductor the drivers and devices now (hello and
         report), before answering."""
-        self.discover(context)
+        self.agent.discover(context)
 
     def install_driver(self, context, name):
         """Load and enable driver ``name``; nothing if it is loaded.
         Returns its status (FAILED with the reason if it cannot load)."""
         status = self._status_of(name)
-        if name in self.drivers and status is not None:
+        if name in self.agent.drivers and status is not None:
             return status
         status = self._load(name)
         if status.status == 'READY':
@@ -131,23 +147,23 @@ class AdminEndpoints:
         self._rediscover(context)
         return status
 
+    @messaging.expected_exceptions(exception.DriverNotInstalled)
     def uninstall_driver(self, context, name):
         """Unload driver ``name``; its devices leave the next report."""
-        if self._status_of(name) is None and name not in self.drivers:
-            raise exception.DriverNotInstalled(driver=name, host=self.host)
-        self.drivers.pop(name, None)
-        self.driver_statuses = [s for s in self.driver_statuses
-                                if s.name != name]
+        self._check_installed(name)
+        self.agent.drivers.pop(name, None)
+        self.agent.driver_statuses = [s for s in self.agent.driver_statuses
+                                      if s.name != name]
         self._remember(name, installed=False)
         LOG.info('Driver %s uninstalled', name)
         self._rediscover(context)
         return True
 
+    @messaging.expected_exceptions(exception.DriverNotInstalled)
     def update_driver(self, context, name):
         """Reload driver ``name`` with the configuration files as they are
         now."""
-        if self._status_of(name) is None and name not in self.drivers:
-            raise exception.DriverNotInstalled(driver=name, host=self.host)
+        self._check_installed(name)
         try:
             self.conf.reload_config_files()
         except Exception as e:
@@ -159,9 +175,10 @@ class AdminEndpoints:
         self._rediscover(context)
         return status
 
+    @messaging.expected_exceptions(exception.DriverNotInstalled)
     def driver_devices(self, context, name):
         """The control path infos of the devices driver ``name`` finds."""
-        driver = self.drivers.get(name)
+        driver = self.agent.drivers.get(name)
         if driver is None:
             raise exception.DriverNotInstalled(driver=name, host=self.host)
         return [device.controlpath_id.cpid_info
@@ -170,8 +187,8 @@ class AdminEndpoints:
     def discover_now(self, context):
         """Discovery now: hello and report, answered when done; returns
         the number of devices and deployables reported."""
-        self.discover(context)
-        devices = self.get_hardware(context)
-        return {'registered': self.registered,
+        self.agent.discover(context)
+        devices = self.agent.get_hardware(context)
+        return {'registered': self.agent.reporter.registered,
                 'devices': len(devices),
                 'deployables': sum(len(d.deployable_list) for d in devices)}

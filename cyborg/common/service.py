@@ -32,8 +32,16 @@ def prepare_service(argv=None, conf=CONF, default_config_files=None):
     objects.register_all()
 
 
+def endpoints(manager):
+    """The objects the RPC server of ``manager`` serves: those it lists
+    in ``endpoints`` (the agent's manager and its operators' endpoints),
+    or the manager alone."""
+    return getattr(manager, 'endpoints', None) or [manager]
+
+
 class RPCService(service.Service):
-    """An RPC server on ``topic`` with ``manager`` as its endpoint.
+    """An RPC server on ``topic`` serving ``manager``'s endpoints
+    (``endpoints``).
 
     The manager may define ``init_host()``, ``del_host()`` and
     ``periodic_tasks()`` returning ``(interval, callable)`` pairs that run
@@ -54,7 +62,7 @@ class RPCService(service.Service):
             rpc.init(self.conf)
         target = messaging.Target(topic=rpc.topic(self.conf, self.topic),
                                   server=self.host)
-        self.rpcserver = rpc.get_server(target, [self.manager])
+        self.rpcserver = rpc.get_server(target, endpoints(self.manager))
         self.rpcserver.start()
         init_host = getattr(self.manager, 'init_host', None)
         if init_host:

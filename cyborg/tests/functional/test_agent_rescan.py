@@ -106,7 +106,7 @@ class AgentRescanTest(InventoryView, base.TestCase):
         agent.stop()
         sent = len(self.reports)
         agent = self.start_agent()
-        wait_for(lambda: agent.manager.registered)
+        wait_for(lambda: agent.manager.reporter.registered)
         before = self.host_last_seen()
         wait_for(lambda: self.host_last_seen() > before, timeout=10)
         self.assertEqual(sent, len(self.reports))

@@ -9,7 +9,7 @@ import uuid
 from oslo_utils import timeutils
 
 from cyborg.accelerator.drivers.fake import driver as fake_driver
-from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.common import context
 from cyborg.common import exception
 from cyborg.conductor import devices as conductor_devices
@@ -46,7 +46,7 @@ class _HostWithFakeCard(base.TestCase):
         self.status = conductor_devices.Devices(self.conf)
 
     def report(self):
-        digest = agent_manager.report_hash(self.devices)
+        digest = agent_reporter.report_hash(self.devices)
         return reporting.Reporting(self.conf).report(
             self.ctx, self.hostname, self.devices, digest)
 

@@ -152,7 +152,7 @@ class _HelloTests:
         with db_hosts.db_api.writer.using(self.ctx) as session:
             session.query(db_hosts.models.Host).delete()
         self.assertIsNone(self.host_row('compute-5'))
-        svc.manager.conductor.agent_heartbeat(self.ctx, 'compute-5')
+        svc.manager.reporter.conductor.agent_heartbeat(self.ctx, 'compute-5')
         host, _ = wait_for(lambda: self.host_row('compute-5'))
         self.assertLessEqual(host.last_seen_at, timeutils.utcnow())
 

@@ -8,6 +8,7 @@ import fixtures
 import sqlalchemy as sa
 
 from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.common import context
 from cyborg.common import exception
 from cyborg.common import rpc
@@ -99,7 +100,7 @@ class _ReportingTests:
         return sorted(result)
 
     def report(self, devices, seq=None, hardware=None):
-        digest = agent_manager.report_hash(devices, hardware)
+        digest = agent_reporter.report_hash(devices, hardware)
         self.placement.requests()
         del self.writes[:]
         return digest, reporting.Reporting(self.conf).report(
@@ -251,10 +252,10 @@ class _ReportingTests:
             if len(calls) == 1:
                 sync_host(*args)
                 self.assertEqual(
-                    agent_manager.report_hash(new),
+                    agent_reporter.report_hash(new),
                     reporting.Reporting(self.conf).report(
                         self.ctx, self.hostname, new,
-                        agent_manager.report_hash(new)))
+                        agent_reporter.report_hash(new)))
                 return
             raise exception.PlacementError(
                 method='GET', url='/resource_providers', status=503,
@@ -262,11 +263,11 @@ class _ReportingTests:
 
         ours.placement.sync.sync_host = racing_then_down
         self.assertIsNone(ours.report(self.ctx, self.hostname, old,
-                                      agent_manager.report_hash(old)))
+                                      agent_reporter.report_hash(old)))
         self.assertEqual(2, len(calls))
         # Nothing counts as shown; the host waits for the periodic retry,
         # which makes Placement show what the database has: the newer.
-        self.assertFalse(self.state().shows(agent_manager.report_hash(new)))
+        self.assertFalse(self.state().shows(agent_reporter.report_hash(new)))
         self.assertEqual([self.hostname],
                          db_hosts.sync_pending_hosts(self.ctx))
         placement_service.PlacementService(self.conf).retry_pending(
@@ -275,7 +276,7 @@ class _ReportingTests:
             '%s_dev0' % self.hostname)['inventories'])
         self.assertEqual([], db_hosts.sync_pending_hosts(self.ctx))
         # The agent's resend of the newer is then answered at once.
-        self.assertTrue(self.state().shows(agent_manager.report_hash(new)))
+        self.assertTrue(self.state().shows(agent_reporter.report_hash(new)))
 
     def test_removal_while_placement_down_caught_up(self):
         self.report([get_test_device(self.hostname),
@@ -365,7 +366,7 @@ class _ReportingTests:
         self.placement.requests()
         reporting.Reporting(self.conf, service).report(
             self.ctx, self.hostname, devices,
-            agent_manager.report_hash(devices))
+            agent_reporter.report_hash(devices))
         self.assertEqual([('PUT', 'inventories')] * 2,
                          self.inventory_requests())
         self.assertEqual({'FPGA': (16, 16)}, self.provider(
@@ -426,7 +427,7 @@ class _ReportingTests:
             try:
                 results[hostname] = conductor.report(
                     self.ctx, hostname, devices,
-                    agent_manager.report_hash(devices))
+                    agent_reporter.report_hash(devices))
             except Exception as e:
                 results[hostname] = e
 
@@ -454,7 +455,7 @@ class _ReportingTests:
             enumerate(hosts)] + [('nobody', [])]
         results = self._report_together(conductor, reports)
         for hostname, devices in reports[:-1]:
-            self.assertEqual(agent_manager.report_hash(devices),
+            self.assertEqual(agent_reporter.report_hash(devices),
                              results[hostname], hostname)
         self.assertIsInstance(results['nobody'], exception.HostNotFound)
         # The first ran alone; the five others came as one batch, whose
@@ -499,7 +500,7 @@ class _ReportingTests:
         results = self._report_together(conductor, reports)
         self.assertIsInstance(results[bad], ValueError)
         for hostname, devices in (reports[0], reports[2]):
-            self.assertEqual(agent_manager.report_hash(devices),
+            self.assertEqual(agent_reporter.report_hash(devices),
                              results[hostname])
             self.assertIsNotNone(self.provider(hostname + '_dev0'))
         self.assertIsNone(self.provider(bad + '_dev0'))
@@ -553,9 +554,9 @@ class _ReportingTests:
         new = [get_test_device(self.hostname, num=5)]
         outcomes = conductor._apply_batch([
             reporting.Report(self.ctx, self.hostname, new,
-                             agent_manager.report_hash(new), 20),
+                             agent_reporter.report_hash(new), 20),
             reporting.Report(self.ctx, self.hostname, old,
-                             agent_manager.report_hash(old), 10)])
+                             agent_reporter.report_hash(old), 10)])
         self.assertEqual([reporting.ALONE, reporting.Done(None)], outcomes)
 
     def test_of_two_reports_of_a_host_in_a_batch_the_newer_wins(self):
@@ -564,9 +565,9 @@ class _ReportingTests:
         new = [get_test_device(self.hostname, num=5)]
         outcomes = conductor._apply_batch([
             reporting.Report(self.ctx, self.hostname, old,
-                             agent_manager.report_hash(old)),
+                             agent_reporter.report_hash(old)),
             reporting.Report(self.ctx, self.hostname, new,
-                             agent_manager.report_hash(new))])
+                             agent_reporter.report_hash(new))])
         # The older is answered "not accepted"; the newer is applied by
         # its own caller (it is the batch's only changed report).
         self.assertEqual([reporting.Done(None), reporting.ALONE], outcomes)
@@ -694,13 +695,13 @@ class AgentReportsTest(base.TestCase):
         self.flags(host=host)
         agent = self._start(agent_manager.AgentManager(host, self.conf),
                             rpc.AGENT_TOPIC, host).manager
-        test_hello.wait_for(lambda: agent.accepted_hash)
+        test_hello.wait_for(lambda: agent.reporter.accepted_hash)
         name = host + '_FakeDevice'
         self.assert_fake_device_under(root, name)
         with db_api.reader.using(self.ctx) as session:
             self.assertEqual([name], [d.name for d in session.query(
                 models.Deployable)])
-            self.assertEqual(agent.accepted_hash, session.query(
+            self.assertEqual(agent.reporter.accepted_hash, session.query(
                 models.Host).filter_by(hostname=host).one().report_hash)
 
     def test_agent_reports_under_its_named_compute_node(self):
@@ -715,7 +716,7 @@ class AgentReportsTest(base.TestCase):
         self.flags(host='cmp-1')
         agent = self._start(agent_manager.AgentManager('cmp-1', self.conf),
                             rpc.AGENT_TOPIC, 'cmp-1').manager
-        test_hello.wait_for(lambda: agent.accepted_hash)
+        test_hello.wait_for(lambda: agent.reporter.accepted_hash)
         self.assertEqual('cmp-1.example.org', db_hosts.get_by_hostname(
             self.ctx, 'cmp-1')[0].resource_provider_name)
         self.assert_fake_device_under(root, 'cmp-1_FakeDevice')

@@ -7,7 +7,7 @@ import collections
 import concurrent.futures
 import uuid
 
-from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.common import context
 from cyborg.common import rpc
 from cyborg.conductor import manager as conductor_manager
@@ -73,7 +73,7 @@ class _TwoConductorsTests:
     def send(self, hostname, devices, seq):
         """Send a report as an agent does, with its sequence; whether it
         was accepted."""
-        digest = agent_manager.report_hash(devices)
+        digest = agent_reporter.report_hash(devices)
         return self.api.report_data(self.ctx, hostname, devices, digest,
                                     report_seq=seq, timeout=60) == digest
 

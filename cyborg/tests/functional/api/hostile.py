@@ -27,6 +27,7 @@ import webob
 from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import manager as agent_manager
 from cyborg.common import rpc
+from cyborg.common import service
 from cyborg.conductor import manager as conductor_manager
 from cyborg.db import models
 from cyborg.tests.functional.api import base
@@ -47,7 +48,7 @@ def serve(test, manager, topic, host):
     """``manager``'s endpoints on ``topic``, without its periodic tasks."""
     target = messaging.Target(topic=rpc.topic(test.conf, topic),
                               server=host)
-    server = rpc.get_server(target, [manager])
+    server = rpc.get_server(target, service.endpoints(manager))
     server.start()
     test.addCleanup(server.wait)
     test.addCleanup(server.stop)

@@ -15,6 +15,7 @@ import webob
 
 from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.common import exception
 from cyborg.common import rpc
 from cyborg.conductor import placement_sync
@@ -74,7 +75,7 @@ class Inventory:
                        test_reporting.get_test_device(hostname, function=1,
                                                       num=4),
                        gpu_device(hostname)]
-        digest = agent_manager.report_hash(devices)
+        digest = agent_reporter.report_hash(devices)
         accepted = self.conductor.reporting.report(self.context, hostname,
                                                    devices, digest)
         self.assertEqual(digest, accepted)

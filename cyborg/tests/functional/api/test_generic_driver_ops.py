@@ -133,7 +133,7 @@ class GenericDriverOpsTest(test_deployables.Inventory,
 
     def test_uninstall_failing_on_the_agent_is_a_502(self):
         self.useFixture(fixtures.MockPatchObject(
-            self.agent, 'uninstall_driver',
+            self.agent.admin, 'uninstall_driver',
             side_effect=OSError('No space left on device')))
         self.assert_error(self.op('DELETE', '/v2/drivers/fake_driver'), 502,
                           'Uninstalling driver fake_driver failed on host '

@@ -49,7 +49,7 @@ class AcceleratorsTest(test_deployables.Inventory,
         time, so once this one is back every later one is empty too."""
         self.useFixture(fixtures.MockPatchObject(self.driver, 'discover',
                                                  return_value=[]))
-        self.agent._report(self.context)
+        self.agent.reporter.report(self.context)
 
     def create(self, name, expect=201, **body):
         response = self.post(PATH, dict(body, name=name))

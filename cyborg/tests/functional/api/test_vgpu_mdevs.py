@@ -66,7 +66,7 @@ class VgpuMdevTest(test_deployables.Inventory, base.APIResourceTestCase):
         self.agent = agent_manager.AgentManager(self.host, self.conf)
         cyborg_fixtures.start_rpc_service(self, self.agent, rpc.AGENT_TOPIC,
                                           self.host)
-        self.agent.keep_alive()
+        self.agent.reporter.keep_alive()
         [self.vgpu] = self.rows(models.Deployable)
         response = self.post('/v2/device_profiles', [{
             'name': 'vgpu-t4', 'groups': [{'resources:VGPU': '1'}]}])
@@ -126,7 +126,7 @@ class VgpuMdevTest(test_deployables.Inventory, base.APIResourceTestCase):
     def test_gone_gpu_is_kept_while_bound_and_removed_after(self):
         self.bound_mdev()
         self.tree.remove(GPU)
-        self.agent._rescan()
+        self.agent.reporter.rescan()
         # In use: kept, in the database and in Placement.
         [kept] = self.rows(models.Deployable)
         self.assertEqual(self.vgpu.name, kept.name)

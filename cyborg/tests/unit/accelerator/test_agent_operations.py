@@ -1,8 +1,11 @@
 """The agent's device operations pick the enabled driver that can do
 them, and report failures with the reason."""
 
+import oslo_messaging as messaging
+
 from cyborg.agent import manager as agent_manager
 from cyborg.common import context
+from cyborg.common import service
 from cyborg.common import exception
 from cyborg import privsep
 from cyborg.tests.unit.accelerator import sysfs
@@ -28,6 +31,20 @@ class AgentOperationsTest(sysfs.SysfsTestCase):
         self.flags(enabled_drivers=list(drivers), group='agent')
         return agent_manager.AgentManager(self.HOST, self.conf)
 
+    def assert_fails(self, function, *args):
+        """The DriverOperationFailed ``function`` raises, declared as an
+        expected exception (oslo.messaging logs no traceback for it)."""
+        wrapped = self.assertRaises(messaging.ExpectedException, function,
+                                    *args)
+        error = wrapped.exc_info[1]
+        self.assertIsInstance(error, exception.DriverOperationFailed)
+        return error
+
+    def test_one_server_serves_both_endpoint_objects(self):
+        agent = self.agent('fake_driver')
+        self.assertEqual([agent, agent.admin], service.endpoints(agent))
+        self.assertIs(agent.drivers, agent.admin.agent.drivers)
+
     def test_mdevs_go_to_the_gpu_driver(self):
         agent = self.agent('fake_driver', 'nvidia_gpu_driver')
         agent.create_mdev(self.ctx, GPU, TYPE, MDEV)
@@ -39,20 +56,17 @@ class AgentOperationsTest(sysfs.SysfsTestCase):
 
     def test_no_capable_driver(self):
         agent = self.agent('fake_driver')
-        error = self.assertRaises(exception.DriverOperationFailed,
-                                  agent.create_mdev, self.ctx, GPU, TYPE,
+        error = self.assert_fails(agent.create_mdev, self.ctx, GPU, TYPE,
                                   MDEV)
         self.assertIn('no enabled driver can do it (enabled: fake_driver)',
                       str(error))
-        error = self.assertRaises(exception.DriverOperationFailed,
-                                  agent.fpga_program, self.ctx, CPID,
+        error = self.assert_fails(agent.fpga_program, self.ctx, CPID,
                                   MDEV, 'NVIDIA')
         self.assertIn('no enabled driver NVIDIA can do it', str(error))
 
     def test_driver_failure_carries_the_reason(self):
         agent = self.agent('nvidia_gpu_driver')
-        error = self.assertRaises(exception.DriverOperationFailed,
-                                  agent.create_mdev, self.ctx, GPU,
+        error = self.assert_fails(agent.create_mdev, self.ctx, GPU,
                                   'nvidia-999', MDEV)
         self.assertIn('has no vGPU type nvidia-999', str(error))
         self.assertIn(self.HOST, str(error))

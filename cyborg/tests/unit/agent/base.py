@@ -100,13 +100,13 @@ class AgentTestCase(sysfs.SysfsTestCase):
 
     def agent(self, conductor=None):
         agent = agent_manager.AgentManager(self.HOST, self.conf)
-        agent._conductor = conductor or self.conductor
+        agent.reporter._conductor = conductor or self.conductor
         return agent
 
     def started_agent(self):
         """An agent that said hello and reported."""
         agent = self.agent()
-        agent.keep_alive()
+        agent.reporter.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         return agent
 

@@ -68,44 +68,44 @@ class CheapRescanTest(base.AgentTestCase):
         agent = self.started_agent()
         runs = DriverRuns(agent)
         for _ in range(3):
-            agent.periodic_rescan()
+            agent.reporter.periodic_rescan()
         self.assertEqual(0, runs.take())
-        self.assertEqual(3, agent.changes.skipped)
+        self.assertEqual(3, agent.reporter.changes.skipped)
         self.assertEqual([], self.conductor.take_calls())
 
     def test_a_vf_count_change_runs_the_drivers(self):
         agent = self.started_agent()
         runs = DriverRuns(agent)
         self.tree.add_vfs(base.QAT, 4, '37c9', 'c6xxvf')
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(len(agent.drivers), runs.take())
         self.assertEqual(['report'], self.conductor.take_calls())
         # Seen once: the next look finds nothing new.
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(0, runs.take())
 
     def test_a_driver_link_change_runs_the_drivers(self):
         agent = self.started_agent()
         runs = DriverRuns(agent)
         self.tree.bind(base.GPU, 'vfio-pci')
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(len(agent.drivers), runs.take())
 
     def test_a_full_rescan_comes_when_due(self):
         now = [1000.0]
         self.flags(full_rescan_interval=600, group='agent')
         agent = self.started_agent()
-        agent.changes.clock = lambda: now[0]
-        agent.changes.discovering()
+        agent.reporter.changes.clock = lambda: now[0]
+        agent.reporter.changes.discovering()
         runs = DriverRuns(agent)
         now[0] += 599
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(0, runs.take())
         now[0] += 1
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(len(agent.drivers), runs.take())
         # That discovery starts a new period.
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(0, runs.take())
 
     def test_other_discoveries_refresh_what_was_seen(self):
@@ -115,18 +115,19 @@ class CheapRescanTest(base.AgentTestCase):
         agent.discover(None)
         self.assertIn('report', self.conductor.take_calls())
         runs = DriverRuns(agent)
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(0, runs.take())
 
     def test_schedule(self):
         agent = self.agent()
         agent.init_host()
         self.addCleanup(agent.del_host)
-        self.assertEqual([(10, agent.keep_alive),
-                          (15, agent.periodic_rescan)],
+        self.assertEqual([(10, agent.reporter.keep_alive),
+                          (15, agent.reporter.periodic_rescan)],
                          agent.periodic_tasks())
         self.flags(rescan_interval=0, group='agent')
-        self.assertEqual([(10, agent.keep_alive)], agent.periodic_tasks())
+        self.assertEqual([(10, agent.reporter.keep_alive)],
+                         agent.periodic_tasks())
 
 
 class WithUdevTest(base.AgentTestCase):
@@ -135,24 +136,26 @@ class WithUdevTest(base.AgentTestCase):
 
     def agent_with_udev(self):
         agent = self.started_agent()
-        agent._watcher = object()  # what udev.start returns when it can
+        # What udev.start returns when it can:
+        agent.reporter._watcher = object()
         return agent
 
     def test_rare_full_rescans(self):
         self.flags(full_rescan_interval=900, group='agent')
         agent = self.agent_with_udev()
-        self.assertEqual([(10, agent.keep_alive),
-                          (900, agent.periodic_rescan)],
+        self.assertEqual([(10, agent.reporter.keep_alive),
+                          (900, agent.reporter.periodic_rescan)],
                          agent.periodic_tasks())
         self.flags(full_rescan_interval=0, group='agent')
-        self.assertEqual([(10, agent.keep_alive)], agent.periodic_tasks())
+        self.assertEqual([(10, agent.reporter.keep_alive)],
+                         agent.periodic_tasks())
 
     def test_the_periodic_rescan_runs_the_drivers(self):
         agent = self.agent_with_udev()
         runs = DriverRuns(agent)
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(len(agent.drivers), runs.take())
-        self.assertEqual(0, agent.changes.skipped)
+        self.assertEqual(0, agent.reporter.changes.skipped)
 
 
 class ChangeCheckTest(base.AgentTestCase):

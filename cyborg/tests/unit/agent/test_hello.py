@@ -50,41 +50,41 @@ class HelloTest(base.TestCase):
 
     def agent(self, conductor):
         agent = agent_manager.AgentManager('cmp-1', self.conf)
-        agent._conductor = conductor
+        agent.reporter._conductor = conductor
         return agent
 
     def test_hello_names_the_compute_node_provider(self):
         self.flags(resource_provider_name='cmp-1.example.org', group='agent')
         conductor = HelloConductor()
         agent = self.agent(conductor)
-        self.assertTrue(agent._hello(None))
+        self.assertTrue(agent.reporter.hello(None))
         self.assertEqual(['1.1'], conductor.tried)
         [hello] = conductor.hellos
         self.assertEqual(('cmp-1', 'cmp-1.example.org'),
                          (hello['hostname'], hello['resource_provider_name']))
-        self.assertTrue(agent.registered)
+        self.assertTrue(agent.reporter.registered)
 
     def test_an_empty_name_means_the_hostname(self):
         self.flags(resource_provider_name='', group='agent')
         conductor = HelloConductor()
-        self.assertTrue(self.agent(conductor)._hello(None))
+        self.assertTrue(self.agent(conductor).reporter.hello(None))
         self.assertIsNone(conductor.hellos[0]['resource_provider_name'])
 
     def test_older_conductor_gets_the_hello_it_knows(self):
         self.flags(resource_provider_name='cmp-1.example.org', group='agent')
         conductor = HelloConductor(supported='1.0')
         agent = self.agent(conductor)
-        self.assertTrue(agent._hello(None))
+        self.assertTrue(agent.reporter.hello(None))
         self.assertEqual(['1.1', '1.0'], conductor.tried)
         [hello] = conductor.hellos
         self.assertEqual('cmp-1', hello['hostname'])
         self.assertNotIn('resource_provider_name', hello)
-        self.assertTrue(agent.registered)
+        self.assertTrue(agent.reporter.registered)
 
     def test_other_remote_errors_are_not_retried(self):
         conductor = HelloConductor(error=messaging.RemoteError(
             'ValueError', 'something else'))
         agent = self.agent(conductor)
-        self.assertFalse(agent._hello(None))
+        self.assertFalse(agent.reporter.hello(None))
         self.assertEqual(['1.1'], conductor.tried)
-        self.assertFalse(agent.registered)
+        self.assertFalse(agent.reporter.registered)

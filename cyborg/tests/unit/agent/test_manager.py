@@ -8,7 +8,7 @@ import shutil
 
 import oslo_messaging as messaging
 
-from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.agent import state as agent_state
 from cyborg.common import context
 from cyborg.common import exception
@@ -23,8 +23,8 @@ class HeartbeatAndRescanTest(base.AgentTestCase):
     def test_heartbeat_runs_no_discovery(self):
         agent = self.started_agent()
         self.tree.add_card('tesla_t4', base.SECOND_GPU)
-        agent.keep_alive()
-        agent.keep_alive()
+        agent.reporter.keep_alive()
+        agent.reporter.keep_alive()
         self.assertEqual(['heartbeat', 'heartbeat'],
                          self.conductor.take_calls())
         self.assertNotIn(self.name(base.SECOND_GPU), self.conductor.names())
@@ -32,33 +32,35 @@ class HeartbeatAndRescanTest(base.AgentTestCase):
     def test_unchanged_rescan_sends_nothing(self):
         agent = self.started_agent()
         for _ in range(3):
-            agent._rescan()
+            agent.reporter.rescan()
         self.assertEqual([], self.conductor.take_calls())
 
     def test_rescan_finds_a_captured_tree_edited_on_disk(self):
         agent = self.started_agent()
         self.tree.add_card('tesla_t4', base.SECOND_GPU)
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertEqual(['report'], self.conductor.take_calls())
         self.assertIn(self.name(base.SECOND_GPU), self.conductor.names())
         self.tree.remove(base.GPU)
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertEqual(['report'], self.conductor.take_calls())
         self.assertNotIn(self.name(base.GPU), self.conductor.names())
-        self.assertEqual(self.conductor.report_hash, agent.accepted_hash)
+        self.assertEqual(self.conductor.report_hash,
+                         agent.reporter.accepted_hash)
 
     def test_rescan_before_hello_waits_for_it(self):
         agent = self.agent()
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertEqual([], self.conductor.take_calls())
 
     def test_periodic_tasks(self):
         agent = self.agent()
-        self.assertEqual([(10, agent.keep_alive),
-                          (15, agent.periodic_rescan)],
+        self.assertEqual([(10, agent.reporter.keep_alive),
+                          (15, agent.reporter.periodic_rescan)],
                          agent.periodic_tasks())
         self.flags(rescan_interval=0, group='agent')
-        self.assertEqual([(10, agent.keep_alive)], agent.periodic_tasks())
+        self.assertEqual([(10, agent.reporter.keep_alive)],
+                         agent.periodic_tasks())
 
     def test_drivers_share_one_read_of_the_tree(self):
         # The NVIDIA and the generic PCI driver both read NVIDIA functions;
@@ -110,28 +112,28 @@ class OutageTest(base.AgentTestCase):
         agent = self.started_agent()
         self.conductor.down = True
         self.tree.add_card('tesla_t4', base.SECOND_GPU)
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertIn('did not take our report', self.logs.output)
         # The rescan leaves the pending report to the heartbeat.
-        agent._rescan()
+        agent.reporter.rescan()
         self.conductor.down = False
         self.assertEqual([], self.conductor.take_calls())
-        agent.keep_alive()
+        agent.reporter.keep_alive()
         self.assertEqual(['report'], self.conductor.take_calls())
         self.assertIn(self.name(base.SECOND_GPU), self.conductor.names())
-        agent.keep_alive()
+        agent.reporter.keep_alive()
         self.assertEqual(['heartbeat'], self.conductor.take_calls())
 
     def test_a_database_outage_is_an_outage_too(self):
         agent = self.started_agent()
         self.conductor.down = exception.DatabaseUnavailable()
         self.tree.add_card('tesla_t4', base.SECOND_GPU)
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertIn('The database is unavailable', self.logs.output)
-        agent._registered.clear()
-        self.assertFalse(agent._hello(context.get_admin_context()))
+        agent.reporter._registered.clear()
+        self.assertFalse(agent.reporter.hello(context.get_admin_context()))
         self.conductor.down = False
-        agent.keep_alive()
+        agent.reporter.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         self.assertIn(self.name(base.SECOND_GPU), self.conductor.names())
 
@@ -139,25 +141,26 @@ class OutageTest(base.AgentTestCase):
         agent = self.started_agent()
         self.conductor.accept = False
         self.tree.remove(base.GPU)
-        agent._rescan()
+        agent.reporter.rescan()
         # Resending is the heartbeat's job, not every rescan's.
-        agent._rescan()
-        agent.keep_alive()
+        agent.reporter.rescan()
+        agent.reporter.keep_alive()
         self.assertEqual(['report', 'report', 'heartbeat'],
                          self.conductor.take_calls())
         self.conductor.accept = True
-        agent.keep_alive()
+        agent.reporter.keep_alive()
         self.assertEqual(['report'], self.conductor.take_calls())
-        self.assertEqual(self.conductor.report_hash, agent.accepted_hash)
+        self.assertEqual(self.conductor.report_hash,
+                         agent.reporter.accepted_hash)
 
     def test_conductor_that_lost_track_gets_a_full_report(self):
         agent = self.started_agent()
         self.conductor.lose_track()
         self.tree.add_card('tesla_t4', base.SECOND_GPU)
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertEqual(['report'], self.conductor.take_calls())
-        self.assertFalse(agent.registered)
-        agent.keep_alive()
+        self.assertFalse(agent.reporter.registered)
+        agent.reporter.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         self.assertIn(self.name(base.GPU), self.conductor.names())
 
@@ -168,15 +171,15 @@ class ReportSequenceTest(base.AgentTestCase):
 
     def _change(self, agent, address):
         self.tree.add_card('tesla_t4', address)
-        agent._rescan()
+        agent.reporter.rescan()
 
     def test_each_report_has_a_higher_sequence(self):
         agent = self.started_agent()
         self._change(agent, base.SECOND_GPU)
         self.conductor.accept = False
         self.tree.remove(base.SECOND_GPU)
-        agent._rescan()
-        agent.keep_alive()
+        agent.reporter.rescan()
+        agent.reporter.keep_alive()
         seqs = self.conductor.seqs
         self.assertEqual(4, len(seqs))
         self.assertEqual(sorted(set(seqs)), seqs)
@@ -185,14 +188,14 @@ class ReportSequenceTest(base.AgentTestCase):
         agent = self.started_agent()
         # A clock set back after the restart does not matter.
         self.conductor.report_seq = None
-        saved = agent._seq + 10 ** 9
-        agent._save(agent_state.AgentState(
-            host=self.HOST, report_hash=agent.accepted_hash,
-            devices=agent._state.devices, report_seq=saved,
-            hardware=agent._state.hardware))
+        saved = agent.reporter._seq + 10 ** 9
+        agent.reporter._save(agent_state.AgentState(
+            host=self.HOST, report_hash=agent.reporter.accepted_hash,
+            devices=agent.reporter._state.devices, report_seq=saved,
+            hardware=agent.reporter._state.hardware))
         again = self.agent()
         self.tree.remove(base.QAT)
-        again.keep_alive()
+        again.reporter.keep_alive()
         self.assertGreater(self.conductor.seqs[-1], saved)
         with open(self.state_file) as f:
             self.assertEqual(self.conductor.seqs[-1],
@@ -206,10 +209,11 @@ class ReportSequenceTest(base.AgentTestCase):
         self.conductor.report_seq = self.conductor.seqs[-1] + 10 ** 12
         applied = self.conductor.report_seq
         again = self.agent()
-        again.keep_alive()
+        again.reporter.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         self.assertGreater(self.conductor.seqs[-1], applied)
-        self.assertEqual(self.conductor.report_hash, again.accepted_hash)
+        self.assertEqual(self.conductor.report_hash,
+                         again.reporter.accepted_hash)
 
     def test_a_conductor_of_an_older_release_gets_no_sequence(self):
         refused = []
@@ -229,7 +233,8 @@ class ReportSequenceTest(base.AgentTestCase):
         agent = self.started_agent()
         # Refused with hardware (1.6), then with a sequence (1.5).
         self.assertEqual(2, len(refused))
-        self.assertEqual(self.conductor.report_hash, agent.accepted_hash)
+        self.assertEqual(self.conductor.report_hash,
+                         agent.reporter.accepted_hash)
         self._change(agent, base.SECOND_GPU)
         self.assertEqual(2, len(refused))
         self.assertEqual([None, None], self.conductor.seqs)
@@ -256,10 +261,10 @@ class ReportSequenceTest(base.AgentTestCase):
         agent = self.started_agent()
         self.assertEqual(1, len(refused))
         devices = self.conductor.devices
-        self.assertEqual(agent_manager.report_hash(devices),
-                         agent.accepted_hash)
+        self.assertEqual(agent_reporter.report_hash(devices),
+                         agent.reporter.accepted_hash)
         self.assertIsNone(self.conductor.hardware)
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertEqual([], self.conductor.take_calls())
         # The conductor is upgraded; the agent's next hello finds out.
         self.conductor.report_data = report_data
@@ -278,7 +283,7 @@ class StateFileTest(base.AgentTestCase):
     def test_accepted_report_is_saved(self):
         agent = self.started_agent()
         saved = self.saved()
-        self.assertEqual((self.HOST, agent.accepted_hash, None),
+        self.assertEqual((self.HOST, agent.reporter.accepted_hash, None),
                          (saved['host'], saved['report_hash'],
                           saved['unconfirmed']))
         self.assertEqual(2, len(saved['devices']))
@@ -287,38 +292,39 @@ class StateFileTest(base.AgentTestCase):
     def test_restart_of_an_unchanged_host_sends_no_report(self):
         first = self.started_agent()
         again = self.agent()
-        self.assertEqual(first.accepted_hash, again.accepted_hash)
-        again.keep_alive()
-        again.keep_alive()
+        self.assertEqual(first.reporter.accepted_hash,
+                         again.reporter.accepted_hash)
+        again.reporter.keep_alive()
+        again.reporter.keep_alive()
         self.assertEqual(['hello', 'heartbeat'],
                          self.conductor.take_calls())
 
     def test_restart_after_a_change_reports_it(self):
         self.started_agent()
         self.tree.remove(base.QAT)
-        self.agent().keep_alive()
+        self.agent().reporter.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         self.assertEqual([self.name(base.GPU)], self.conductor.names())
 
     def test_restart_against_a_new_database_sends_a_full_report(self):
         self.started_agent()
         self.conductor.lose_track()
-        self.agent().keep_alive()
+        self.agent().reporter.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
 
     def test_restart_after_an_unconfirmed_report_sends_it(self):
         agent = self.started_agent()
         self.conductor.down = True
         self.tree.add_card('tesla_t4', base.SECOND_GPU)
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertIsNotNone(self.saved()['unconfirmed'])
         # The agent stops; the hardware goes back to what was accepted,
         # but the conductor may hold the unconfirmed report.
         self.tree.remove(base.SECOND_GPU)
         self.conductor.down = False
         again = self.agent()
-        self.assertIsNone(again.accepted_hash)
-        again.keep_alive()
+        self.assertIsNone(again.reporter.accepted_hash)
+        again.reporter.keep_alive()
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         self.assertIsNone(self.saved()['unconfirmed'])
 
@@ -327,16 +333,16 @@ class StateFileTest(base.AgentTestCase):
         with open(self.state_file) as f:
             text = f.read()
         for broken in (text[:len(text) // 2], '{}', '[1, 2]',
-                       text.replace(first.accepted_hash, '0' * 64),
+                       text.replace(first.reporter.accepted_hash, '0' * 64),
                        text.replace('"devices": [', '"devices": [17, ')):
             with open(self.state_file, 'w') as f:
                 f.write(broken)
             agent = self.agent()
-            self.assertIsNone(agent.accepted_hash)
-            agent.keep_alive()
+            self.assertIsNone(agent.reporter.accepted_hash)
+            agent.reporter.keep_alive()
             self.assertEqual(['hello', 'report'],
                              self.conductor.take_calls())
-            self.assertEqual(first.accepted_hash,
+            self.assertEqual(first.reporter.accepted_hash,
                              self.saved()['report_hash'])
         self.assertEqual(5, self.logs.output.count(
             'Ignoring the agent state file %s' % self.state_file))
@@ -348,14 +354,14 @@ class StateFileTest(base.AgentTestCase):
         saved['host'] = 'other-host'
         with open(self.state_file, 'w') as f:
             json.dump(saved, f)
-        self.assertIsNone(self.agent().accepted_hash)
+        self.assertIsNone(self.agent().reporter.accepted_hash)
         self.assertIn('belongs to host other-host', self.logs.output)
 
     def test_unwritable_state_file_is_a_warning(self):
         self.flags(state_file=os.path.join(self.state_dir, 'gone', 'state'),
                    group='agent')
         agent = self.started_agent()
-        self.assertIsNotNone(agent.accepted_hash)
+        self.assertIsNotNone(agent.reporter.accepted_hash)
         self.assertIn('Cannot write the agent state file', self.logs.output)
         self.assertEqual([], os.listdir(self.state_dir))
 
@@ -364,17 +370,17 @@ class ReportHashTest(base.AgentTestCase):
 
     def test_order_does_not_matter_content_does(self):
         devices = self.agent().get_hardware(None)
-        digest = agent_manager.report_hash(devices)
+        digest = agent_reporter.report_hash(devices)
         self.assertEqual(64, len(digest))
         shuffled = self.agent().get_hardware(None)[::-1]
         for device in shuffled:
             device.deployable_list = device.deployable_list[::-1]
             for deployable in device.deployable_list:
                 deployable.attribute_list = deployable.attribute_list[::-1]
-        self.assertEqual(digest, agent_manager.report_hash(shuffled))
+        self.assertEqual(digest, agent_reporter.report_hash(shuffled))
         shuffled[0].deployable_list[0].num_accelerators += 1
-        self.assertNotEqual(digest, agent_manager.report_hash(shuffled))
-        self.assertNotEqual(digest, agent_manager.report_hash(devices[:1]))
+        self.assertNotEqual(digest, agent_reporter.report_hash(shuffled))
+        self.assertNotEqual(digest, agent_reporter.report_hash(devices[:1]))
 
 
 class HardwareListTest(base.AgentTestCase):
@@ -400,7 +406,7 @@ class HardwareListTest(base.AgentTestCase):
     def test_not_offered_functions_are_reported_and_logged_once(self):
         agent = self.started_agent()
         for _ in range(3):
-            agent._rescan()
+            agent.reporter.rescan()
         self.assertEqual([], self.conductor.take_calls())
         hardware = self.hardware()
         gpu = hardware[('nvidia_gpu_driver', self.VGPU_HOST)]
@@ -427,7 +433,7 @@ class HardwareListTest(base.AgentTestCase):
         self.tree.bind(self.VGPU_HOST, 'vfio-pci')
         shutil.rmtree(os.path.join(self.tree.function_dir(self.VGPU_HOST),
                                    'mdev_supported_types'))
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertEqual(['report'], self.conductor.take_calls())
         self.assertIn(self.name(self.VGPU_HOST), self.conductor.names())
         self.assertTrue(self.hardware()[('nvidia_gpu_driver',
@@ -437,14 +443,14 @@ class HardwareListTest(base.AgentTestCase):
 
     def test_a_changed_reason_alone_is_a_new_report(self):
         agent = self.started_agent()
-        before = agent.accepted_hash
+        before = agent.reporter.accepted_hash
         # Still not offered whole, for another reason: mdevs exist.
         os.makedirs(os.path.join(
             self.tree.function_dir(self.VGPU_HOST), 'mdev_supported_types',
             'nvidia-222', 'devices', 'a-mdev'))
-        agent._rescan()
+        agent.reporter.rescan()
         self.assertEqual(['report'], self.conductor.take_calls())
-        self.assertNotEqual(before, agent.accepted_hash)
+        self.assertNotEqual(before, agent.reporter.accepted_hash)
         self.assertIn('mdevs exist', self.hardware()[(
             'nvidia_gpu_driver', self.VGPU_HOST)].reason)
         self.assertEqual(2, self.logs.output.count(
@@ -453,6 +459,7 @@ class HardwareListTest(base.AgentTestCase):
     def test_the_list_survives_a_restart_in_the_state_file(self):
         first = self.started_agent()
         again = self.agent()
-        self.assertEqual(first.accepted_hash, again.accepted_hash)
+        self.assertEqual(first.reporter.accepted_hash,
+                         again.reporter.accepted_hash)
         self.assertEqual(len(self.conductor.hardware),
-                         len(again._state.hardware))
+                         len(again.reporter._state.hardware))

@@ -6,7 +6,7 @@ import os
 
 import fixtures
 
-from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.agent import state as agent_state
 from cyborg.tests.unit.agent import base
 
@@ -17,19 +17,19 @@ class StateFileFormatTest(base.AgentTestCase):
         super().setUp()
         self.devices = self.agent().get_hardware(None)
         self.state = agent_state.AgentState(
-            host=self.HOST, report_hash=agent_manager.report_hash(
+            host=self.HOST, report_hash=agent_reporter.report_hash(
                 self.devices), devices=tuple(self.devices))
 
     def load(self):
         return agent_state.load(self.state_file, self.HOST,
-                                agent_manager.report_hash)
+                                agent_reporter.report_hash)
 
     def test_round_trip(self):
         self.assertTrue(agent_state.save(self.state_file, self.state))
         loaded = self.load()
         self.assertEqual(self.state.report_hash, loaded.trusted_hash)
         self.assertEqual(self.state.report_hash,
-                         agent_manager.report_hash(list(loaded.devices)))
+                         agent_reporter.report_hash(list(loaded.devices)))
         self.assertEqual(
             [d.obj_to_primitive() for d in self.devices],
             [d.obj_to_primitive() for d in loaded.devices])
@@ -51,7 +51,7 @@ class StateFileFormatTest(base.AgentTestCase):
         agent_state.save(self.state_file, self.state)
         inode = os.stat(self.state_file).st_ino
         empty = agent_state.AgentState(host=self.HOST,
-                                       report_hash=agent_manager.report_hash(
+                                       report_hash=agent_reporter.report_hash(
                                            []))
         agent_state.save(self.state_file, empty)
         # A new file renamed over the old one: a reader sees either.

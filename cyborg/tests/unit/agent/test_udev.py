@@ -126,7 +126,7 @@ class HotplugTest(base.AgentTestCase):
         self.addCleanup(self.source.close)
         self.agent = self.started_agent()
         self.reported = threading.Event()
-        rescan = self.agent._rescan
+        rescan = self.agent.reporter.rescan
 
         def rescan_and_tell():
             rescan()
@@ -241,11 +241,11 @@ class AvailabilityTest(base.AgentTestCase):
     def test_agent_without_udev_relies_on_rescan(self):
         agent = self.started_agent()
         agent.init_host()
-        self.assertIsNone(agent._watcher)
-        self.assertIn(agent.periodic_rescan,
+        self.assertIsNone(agent.reporter._watcher)
+        self.assertIn(agent.reporter.periodic_rescan,
                       [task for _, task in agent.periodic_tasks()])
         self.tree.add_card('tesla_t4', base.SECOND_GPU)
-        agent.periodic_rescan()
+        agent.reporter.periodic_rescan()
         self.assertEqual(['report'], self.conductor.take_calls())
         agent.del_host()
 
@@ -262,10 +262,10 @@ class AvailabilityTest(base.AgentTestCase):
         self.flags(sysfs_root='/sys', group='agent')
         agent = self.agent()
         agent.init_host()
-        if agent._watcher is None:
+        if agent.reporter._watcher is None:
             self.skipTest('no netlink udev monitor here')
-        watcher = agent._watcher
+        watcher = agent.reporter._watcher
         self.assertTrue(watcher.running)
         agent.del_host()
         self.assertFalse(watcher.running)
-        self.assertIsNone(agent._watcher)
+        self.assertIsNone(agent.reporter._watcher)

@@ -34,14 +34,14 @@ class AgentReportTest(base.TestCase):
     def _agent(self, conductor):
         self.flags(enabled_drivers=['fake_driver'], group='agent')
         agent = agent_manager.AgentManager('h1', self.conf)
-        agent._conductor = conductor
+        agent.reporter._conductor = conductor
         return agent
 
     def test_report_once_then_heartbeats(self):
         conductor = _Conductor()
         agent = self._agent(conductor)
         for _ in range(3):
-            agent.keep_alive()
+            agent.reporter.keep_alive()
         self.assertEqual(['hello', 'report', 'heartbeat', 'heartbeat'],
                          conductor.sent)
         # A dead conductor must not hold the agent for rpc_response_timeout
@@ -51,11 +51,11 @@ class AgentReportTest(base.TestCase):
     def test_not_accepted_report_is_sent_again_with_heartbeat(self):
         conductor = _Conductor(accept=False)
         agent = self._agent(conductor)
-        agent.keep_alive()
-        agent.keep_alive()
+        agent.reporter.keep_alive()
+        agent.reporter.keep_alive()
         self.assertEqual(['hello', 'report', 'report', 'heartbeat'],
                          conductor.sent)
-        self.assertIsNone(agent.accepted_hash)
+        self.assertIsNone(agent.reporter.accepted_hash)
 
     def test_failing_driver_does_not_stop_the_others(self):
         agent = self._agent(_Conductor())

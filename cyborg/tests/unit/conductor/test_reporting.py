@@ -1,6 +1,6 @@
 """The keyed diff, the report hash and the wanted Placement providers."""
 
-from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.common import exception
 from cyborg.conductor import placement_service
 from cyborg.conductor import placement_sync
@@ -43,14 +43,14 @@ class ReportHashTest(base.TestCase):
     def test_order_of_lists_does_not_matter(self):
         one = self._deployable([_attr('rc', 'FPGA'), _attr('trait0', 'X')])
         two = self._deployable([_attr('trait0', 'X'), _attr('rc', 'FPGA')])
-        self.assertEqual(agent_manager.report_hash([one]),
-                         agent_manager.report_hash([two]))
+        self.assertEqual(agent_reporter.report_hash([one]),
+                         agent_reporter.report_hash([two]))
 
     def test_content_matters(self):
         one = self._deployable([_attr('rc', 'FPGA')])
         two = self._deployable([_attr('rc', 'PGPU')])
-        self.assertNotEqual(agent_manager.report_hash([one]),
-                            agent_manager.report_hash([two]))
+        self.assertNotEqual(agent_reporter.report_hash([one]),
+                            agent_reporter.report_hash([two]))
 
 
 class WantedProviderTest(base.TestCase):
