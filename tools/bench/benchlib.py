@@ -23,7 +23,7 @@ import uuid
 from keystoneauth1 import loading as ks_loading
 import sqlalchemy as sa
 
-from cyborg.agent import manager as agent_manager
+from cyborg.agent import reporter as agent_reporter
 from cyborg.aio import placement as aio_placement
 from cyborg.api import app as api_app
 from cyborg.api import server as api_server
@@ -329,10 +329,10 @@ class Stack:
         conductor.agent_hello(self.context, host_obj.AgentHello(
             hostname=hostname, status='READY', endpoint=hostname,
             version='bench', drivers=[]))
-        digest = agent_manager.report_hash(devices)
+        digest = agent_reporter.report_hash(devices)
         accepted = conductor.report_data(
             self.context, hostname, devices, digest,
-            report_seq=agent_manager.next_report_seq(0))
+            report_seq=agent_reporter.next_report_seq(0))
         if accepted != digest:
             raise RuntimeError('report of %s not accepted' % hostname)
 
