@@ -48,6 +48,12 @@ def require(test, name):
     problem = _reachable(name)
     if problem is None:
         return URLS[name]
+    unavailable(test, problem)
+
+
+def unavailable(test, problem):
+    """A server ``test`` needs is missing, as ``problem`` says: skip it,
+    or fail it when ``CYBORG_TEST_REQUIRE_SERVICES`` is set."""
     if services_required():
         test.fail('%s, and %s is set' % (problem, REQUIRE_ENV))
     raise testtools.testcase.TestSkipped(

@@ -16,6 +16,15 @@ def free_port():
         return sock.getsockname()[1]
 
 
+def children(pid):
+    """The pids of the child processes of ``pid``."""
+    found = []
+    for task in os.listdir('/proc/%d/task' % pid):
+        with open('/proc/%d/task/%s/children' % (pid, task)) as f:
+            found.extend(int(child) for child in f.read().split())
+    return found
+
+
 def write_config(path, sections):
     with open(path, 'w') as f:
         for section, options in sections.items():

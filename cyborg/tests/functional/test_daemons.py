@@ -71,15 +71,6 @@ class _Daemons:
             return None
 
 
-def children(pid):
-    """The pids of the child processes of ``pid``."""
-    found = []
-    for task in os.listdir('/proc/%d/task' % pid):
-        with open('/proc/%d/task/%s/children' % (pid, task)) as f:
-            found.extend(int(child) for child in f.read().split())
-    return found
-
-
 class _LivenessTests(_Daemons):
 
     def test_agent_registers_and_liveness_follows_it(self):
@@ -87,8 +78,8 @@ class _LivenessTests(_Daemons):
         agent = self.start('agent', 'cmp-1')
         wait_for(lambda: self.status('cmp-1') == 'up', timeout=30)
         # Each serves from one process: no launcher forks a worker.
-        self.assertEqual([], children(conductor.process.pid))
-        self.assertEqual([], children(agent.process.pid))
+        self.assertEqual([], daemons.children(conductor.process.pid))
+        self.assertEqual([], daemons.children(agent.process.pid))
         agent.kill()
         wait_for(lambda: self.status('cmp-1') == 'down', timeout=30)
         self.assertTrue(conductor.running())

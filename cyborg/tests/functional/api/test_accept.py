@@ -9,16 +9,13 @@ handler served each request and fails when a handler of
 left out.
 """
 
-import importlib
-import inspect
-import pkgutil
 
 import fixtures
 import pecan
 from pecan import hooks as pecan_hooks
 
-from cyborg.api import controllers
 from cyborg.tests.functional.api import base
+from cyborg.tests.functional.api import routes
 
 U = '0b7d3e52-7c4f-4d7e-9a61-3f1d2c5b8e90'
 ACCEPTS = ({'Accept': 'application/json'}, {'Accept': '*/*'}, {})
@@ -81,24 +78,7 @@ def exposed_handlers():
     """Every function of ``cyborg.api.controllers`` that pecan can route
     a request to (not the 405 default of a generic controller, nor
     ``_lookup``), by qualified name."""
-    found = {}
-    for info in pkgutil.walk_packages(controllers.__path__,
-                                      controllers.__name__ + '.'):
-        module = importlib.import_module(info.name)
-        for _name, cls in inspect.getmembers(module, inspect.isclass):
-            if cls.__module__ != module.__name__:
-                continue
-            for name, value in vars(cls).items():
-                cfg = getattr(value, '_pecan', None)
-                if not cfg or name.startswith('_'):
-                    continue
-                if cfg.get('generic'):
-                    for method, handler in cfg['generic_handlers'].items():
-                        if method != 'DEFAULT':
-                            found[_name_of(handler)] = handler
-                elif not cfg.get('generic_handler'):
-                    found[_name_of(value)] = value
-    return found
+    return {_name_of(handler): handler for handler in routes.handlers()}
 
 
 class _Recorder(pecan_hooks.PecanHook):

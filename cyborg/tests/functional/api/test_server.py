@@ -14,6 +14,7 @@ import requests
 from cyborg.api import app as api_app
 from cyborg.api import server
 from cyborg.tests import base
+from cyborg.tests.functional import daemons
 
 BIN_DIR = os.path.dirname(sys.executable)
 START_TIMEOUT = 30
@@ -36,15 +37,6 @@ def listening_sockets(port):
             if state == '0A' and int(local.split(':')[1], 16) == port:
                 count += 1
     return count
-
-
-def child_processes(pid):
-    """The pids of the processes ``pid`` started (and that still run)."""
-    found = []
-    for task in os.listdir('/proc/%d/task' % pid):
-        with open('/proc/%d/task/%s/children' % (pid, task)) as f:
-            found.extend(int(child) for child in f.read().split())
-    return found
 
 
 def wait_for_v2(url, process):
@@ -140,7 +132,7 @@ class CyborgAPITest(base.TestCase):
         self.assertEqual('accelerator 2.0',
                          response.headers['OpenStack-API-Version'])
         # One worker serves from the process itself: no launcher parent.
-        self.assertEqual([], child_processes(process.pid))
+        self.assertEqual([], daemons.children(process.pid))
         self._stop(process)
 
     def test_two_workers(self):
@@ -150,7 +142,7 @@ class CyborgAPITest(base.TestCase):
         while listening_sockets(port) < 2 and time.monotonic() < deadline:
             time.sleep(0.1)
         self.assertEqual(2, listening_sockets(port))
-        self.assertEqual(2, len(child_processes(process.pid)))
+        self.assertEqual(2, len(daemons.children(process.pid)))
         for _ in range(20):
             with requests.Session() as session:  # a new connection each
                 self.assertEqual(200, session.get(url + '/v2').status_code)
