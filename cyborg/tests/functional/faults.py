@@ -10,6 +10,7 @@ is never touched. ``PrivateRabbit`` is a RabbitMQ node of the test's own.
 import os
 import pwd
 import shutil
+import signal
 import socket
 import struct
 import tempfile
@@ -119,6 +120,46 @@ class TcpGate:
                 pass
 
 
+def _proc_entries(pid, name):
+    """The NUL-separated entries of ``/proc/<pid>/<name>`` (environ,
+    cmdline); none for a process that is gone, a zombie, or not ours to
+    read."""
+    try:
+        with open('/proc/%d/%s' % (pid, name), 'rb') as f:
+            return f.read().split(b'\0')
+    except OSError:
+        return []
+
+
+def _pids():
+    return [int(name) for name in os.listdir('/proc') if name.isdigit()]
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return True
+
+
+def _sigkill_until_gone(find, timeout, what):
+    """SIGKILL the processes ``find()`` returns until it returns none."""
+    deadline = time.monotonic() + timeout
+    while pids := find():
+        if time.monotonic() > deadline:
+            raise AssertionError('%s outlived SIGKILL: pids %s' % (
+                what, pids))
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        time.sleep(0.1)
+
+
 class PrivateRabbit:
     """A RabbitMQ node of the test's own, on free loopback ports with its
     data in a directory of its own, that the test stops (SIGKILL, as a
@@ -126,9 +167,16 @@ class PrivateRabbit:
 
     ``problem`` is why it cannot run here (no rabbitmq-server, or it did
     not start), else None.
+
+    The node's processes are not all in the daemon's process group: run
+    as root, Debian's rabbitmq-server wrapper starts the node with
+    ``su rabbitmq -c``, which puts it in a session of its own, and the
+    VM's erl_child_setup does the same. So the node is also found by the
+    node name in its processes' environment, and killed with them.
     """
 
     START_TIMEOUT = 60
+    KILL_TIMEOUT = 30
 
     def __init__(self, test):
         self.test = test
@@ -138,10 +186,14 @@ class PrivateRabbit:
         test.addCleanup(shutil.rmtree, self.directory, ignore_errors=True)
         self.port = daemons.free_port()
         self.dist_port = daemons.free_port()
+        self.nodename = 'cyborgtest%d@localhost' % self.port
         self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
         self.daemon = None
         self.problem = None
         self._starts = 0
+        # Runs before the directory is removed, whatever the test did.
+        test.addCleanup(self.kill)
+        self._kill_orphans()
         if shutil.which('rabbitmq-server') is None:
             self.problem = 'rabbitmq-server is not installed'
             return
@@ -170,7 +222,9 @@ class PrivateRabbit:
     def _environment(self):
         base = self.directory
         return {
-            'RABBITMQ_NODENAME': 'cyborgtest%d@localhost' % self.port,
+            'RABBITMQ_NODENAME': self.nodename,
+            # Whose node it is, for _kill_orphans.
+            'CYBORG_TEST_RABBIT_OWNER': str(os.getpid()),
             'RABBITMQ_NODE_IP_ADDRESS': '127.0.0.1',
             'RABBITMQ_NODE_PORT': str(self.port),
             'RABBITMQ_DIST_PORT': str(self.dist_port),
@@ -209,9 +263,41 @@ class PrivateRabbit:
             time.sleep(0.2)
         self.problem = 'a private rabbitmq-server did not start:\n%s' % (
             self.daemon.output()[-2000:])
-        self.daemon.kill()
+        self.kill()
         return False
 
+    def node_pids(self):
+        """The live processes of this node, in whatever session or process
+        group: those with its node name in their environment, or its
+        directory on their command line."""
+        name = ('RABBITMQ_NODENAME=%s' % self.nodename).encode()
+        directory = self.directory.encode()
+        return [pid for pid in _pids() if pid != os.getpid() and (
+            name in _proc_entries(pid, 'environ') or
+            any(directory in arg for arg in _proc_entries(pid, 'cmdline')))]
+
     def kill(self):
-        """Stop the node as a crash would (its whole process group)."""
-        self.daemon.kill()
+        """Stop the node as a crash would: SIGKILL to the daemon's process
+        group and to every process of the node, and wait until none is
+        left, so that the node can be started again on the same ports."""
+        if self.daemon is not None:
+            self.daemon.kill()
+        _sigkill_until_gone(self.node_pids, self.KILL_TIMEOUT,
+                            'the private RabbitMQ node %s' % self.nodename)
+
+    @classmethod
+    def _kill_orphans(cls):
+        """Kill the private nodes left by test processes that are gone (a
+        test runner killed before its cleanups); nodes of live test
+        processes, and the shared node, are not touched."""
+        def orphans():
+            found = []
+            for pid in _pids():
+                for entry in _proc_entries(pid, 'environ'):
+                    key, _, owner = entry.partition(b'=')
+                    if (key == b'CYBORG_TEST_RABBIT_OWNER' and
+                            owner.isdigit() and not _alive(int(owner))):
+                        found.append(pid)
+            return found
+        _sigkill_until_gone(orphans, cls.KILL_TIMEOUT,
+                            'private RabbitMQ nodes of finished tests')
