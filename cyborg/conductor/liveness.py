@@ -48,13 +48,14 @@ class Liveness:
         if not hello.hostname:
             raise exception.Invalid(reason='an agent hello needs a hostname')
         drivers = [d.as_dict() for d in hello.drivers]
-        row, was_down = db_hosts.record_hello(
+        # The rows as written are the answer: no second transaction.
+        row, driver_rows, was_down = db_hosts.record_hello(
             context, hello.hostname, hello.endpoint, hello.version, drivers,
             resource_provider_name=_resource_provider_name(hello))
         LOG.info('Agent on host %s said hello with drivers %s',
                  hello.hostname, ', '.join(
                      '%s (%s)' % (d['name'], d['status']) for d in drivers))
-        host = self.get_host(context, hello.hostname)
+        host = _host_object(row, driver_rows)
         if was_down:
             self._came_back(context, host)
         return host

@@ -271,9 +271,8 @@ class HostReconciler:
             db_rows.update_changed(row, _attribute_values(attribute))
         db_devices.delete_attributes(self.context,
                                      [a.id for a in diff.removed])
-        db_devices.add(self.context, [
-            db_devices.attribute_row(node.row.id, a.key, a.value)
-            for a in diff.added])
+        db_devices.add_attributes(self.context, [
+            (node.row.id, a.key, a.value) for a in diff.added])
         self.counts['attributes_changed'] += (
             len(diff.changed) + len(diff.removed) + len(diff.added))
 
@@ -294,29 +293,31 @@ class HostReconciler:
             self.counts['handles_kept'] += len(diff.removed) - len(gone)
         db_devices.delete_attach_handles(self.context,
                                          [h.id for h in gone])
-        db_devices.add(self.context, [
-            self._new_handle(node.row.id, place, h) for h in diff.added])
+        db_devices.add_attach_handles(self.context, [
+            _new_handle(node.row.id, place, h) for h in diff.added])
         self.counts['handles_changed'] += len(gone) + len(diff.added)
 
     def _add_deployables(self, pairs, places):
-        rows = db_devices.add_deployables(self.context, [{
+        ids = db_devices.add_deployables(self.context, [{
             'name': dep.name, 'num_accelerators': dep.num_accelerators,
             'device_id': places[key].device_id,
             'driver_name': _get(dep, 'driver_name'),
             'rp_uuid': placement_sync.provider_uuid(dep.name)}
             for key, dep in pairs])
-        children = []
-        for row, (key, dep) in zip(rows, pairs, strict=True):
-            children += [db_devices.attribute_row(row.id, a.key, a.value)
-                         for a in _get(dep, 'attribute_list', [])]
-            children += [self._new_handle(row.id, places[key], h)
-                         for h in _get(dep, 'attach_handle_list', [])]
-        db_devices.add(self.context, children)
-        self.counts['deployables_added'] += len(rows)
+        attributes, handles = [], []
+        for deployable_id, (key, dep) in zip(ids, pairs, strict=True):
+            attributes += [(deployable_id, a.key, a.value)
+                           for a in _get(dep, 'attribute_list', [])]
+            handles += [_new_handle(deployable_id, places[key], h)
+                        for h in _get(dep, 'attach_handle_list', [])]
+        db_devices.add_attributes(self.context, attributes)
+        db_devices.add_attach_handles(self.context, handles)
+        self.counts['deployables_added'] += len(ids)
         self._changed.update(key for key, _dep in pairs)
 
-    @staticmethod
-    def _new_handle(deployable_id, place, handle):
-        return db_devices.attach_handle_row(
-            deployable_id, place.cpid_id, handle.attach_type,
+
+def _new_handle(deployable_id, place, handle):
+    """An attach handle to add, as ``db_devices.add_attach_handles``
+    takes it."""
+    return (deployable_id, place.cpid_id, handle.attach_type,
             handle.attach_info)

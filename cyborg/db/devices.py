@@ -101,20 +101,25 @@ def release_accelerators(context, deployable_ids):
 
 # Rows the reconciler adds and deletes (inside its transaction)
 
+#: A control path id row just added.
+NewControlpathID = collections.namedtuple('NewControlpathID',
+                                          'id device_id cpid_info')
+
+
 def add_devices(context, hostname, status, devices):
     """Insert a device and its control path id for each ``(values,
-    cpid_type, cpid_info)`` of ``devices``; their control path id rows
-    (``id``, ``device_id``, ``cpid_info``), in order."""
-    device_rows = [rows.new_row(models.Device, hostname=hostname,
-                                status=status, **values)
-                   for values, _type, _info in devices]
-    rows.add(context, device_rows)
-    cpids = [rows.new_row(models.ControlpathID, device_id=row.id,
-                          cpid_type=cpid_type, cpid_info=cpid_info)
-             for row, (_values, cpid_type, cpid_info)
-             in zip(device_rows, devices, strict=True)]
-    rows.add(context, cpids)
-    return cpids
+    cpid_type, cpid_info)`` of ``devices``; their control path ids
+    (NewControlpathID), in order."""
+    device_ids = rows.insert(context, models.Device, [
+        dict(values, hostname=hostname, status=status)
+        for values, _type, _info in devices])
+    cpids = [{'device_id': device_id, 'cpid_type': cpid_type,
+              'cpid_info': cpid_info}
+             for device_id, (_values, cpid_type, cpid_info)
+             in zip(device_ids, devices, strict=True)]
+    ids = rows.insert(context, models.ControlpathID, cpids)
+    return [NewControlpathID(cpid_id, cpid['device_id'], cpid['cpid_info'])
+            for cpid_id, cpid in zip(ids, cpids, strict=True)]
 
 
 def delete_devices(context, nodes):
@@ -126,40 +131,37 @@ def delete_devices(context, nodes):
 
 
 def add_deployables(context, values):
-    """Insert a deployable for each dict of ``values``; the rows."""
-    deployables = [rows.new_row(models.Deployable, **one) for one in values]
-    rows.add(context, deployables)
-    return deployables
+    """Insert a deployable for each dict of ``values``; their ids."""
+    return rows.insert(context, models.Deployable, values)
 
 
 def delete_deployables(context, ids):
     rows.delete_ids(context, models.Deployable, ids)
 
 
-def attribute_row(deployable_id, key, value):
-    """A new attribute row, to insert with ``add``."""
-    return rows.new_row(models.Attribute, deployable_id=deployable_id,
-                        key=key, value=value)
+def add_attributes(context, attributes):
+    """Insert an attribute for each ``(deployable_id, key, value)``."""
+    rows.insert(context, models.Attribute, [
+        {'deployable_id': deployable_id, 'key': key, 'value': value}
+        for deployable_id, key, value in attributes])
 
 
 def delete_attributes(context, ids):
     rows.delete_ids(context, models.Attribute, ids)
 
 
-def attach_handle_row(deployable_id, cpid_id, attach_type, attach_info):
-    """A new attach handle row (not in use), to insert with ``add``."""
-    return rows.new_row(models.AttachHandle, deployable_id=deployable_id,
-                        cpid_id=cpid_id, attach_type=attach_type,
-                        attach_info=attach_info, in_use=False)
+def add_attach_handles(context, handles):
+    """Insert an attach handle, not in use, for each ``(deployable_id,
+    cpid_id, attach_type, attach_info)``."""
+    rows.insert(context, models.AttachHandle, [
+        {'deployable_id': deployable_id, 'cpid_id': cpid_id,
+         'attach_type': attach_type, 'attach_info': attach_info,
+         'in_use': False}
+        for deployable_id, cpid_id, attach_type, attach_info in handles])
 
 
 def delete_attach_handles(context, ids):
     rows.delete_ids(context, models.AttachHandle, ids)
-
-
-def add(context, new_rows):
-    """Insert rows built by ``attribute_row`` and ``attach_handle_row``."""
-    rows.add(context, new_rows)
 
 
 DISABLED = 'maintaining'
@@ -168,30 +170,44 @@ ATTACHED = 'attached'
 UNAVAILABLE = 'unavailable'
 
 
+# Core, built once: it runs after every report that changed a host.
+_DEP = models.Deployable.__table__
+_DEV = models.Device.__table__
+_ACC = models.Accelerator.__table__
+_ATTR = models.Attribute.__table__
+_HOST_PROVIDERS = sa.select(
+    _DEP.c.id, _DEP.c.name, _DEP.c.num_accelerators, _DEV.c.status,
+    sa.select(sa.func.count()).where(
+        _ACC.c.deployable_id == _DEP.c.id, _ACC.c.state == ATTACHED)
+    .scalar_subquery().label('attached')).select_from(
+        _DEP.join(_DEV, _DEV.c.id == _DEP.c.device_id)).where(
+    _DEV.c.hostname == sa.bindparam('hostname')).order_by(_DEP.c.name)
+_ATTRIBUTES_OF = sa.select(
+    _ATTR.c.deployable_id, _ATTR.c.key, _ATTR.c.value).where(
+    _ATTR.c.deployable_id.in_(sa.bindparam('ids', expanding=True))
+).order_by(_ATTR.c.id)
+
+
 def get_providers(context, hostname):
     """(deployable row, {key: value}, reserved units) for every
     deployable of the host: all its units when its device is disabled,
     else one per v1 accelerator attached to it, so Placement offers
-    those to no one else."""
-    session = context.session
-    acc = models.Accelerator
-    attached = (sa.select(sa.func.count()).where(
-        acc.deployable_id == models.Deployable.id, acc.state == ATTACHED)
-        .scalar_subquery())
-    found = (session.query(models.Deployable, models.Device.status,
-                           attached)
-             .join(models.Device, models.Device.id ==
-                   models.Deployable.device_id)
-             .filter(models.Device.hostname == hostname)
-             .order_by(models.Deployable.name).all())
+    those to no one else. The rows are plain (id, name,
+    num_accelerators, ...), in name order."""
+    # Core does not flush the ORM's pending changes as a query would.
+    context.session.flush()
+    connection = context.session.connection()
+    found = connection.execute(_HOST_PROVIDERS,
+                               {'hostname': hostname}).all()
     attributes = collections.defaultdict(dict)
-    for attr in rows.select_in(session, models.Attribute, 'deployable_id',
-                               [r.id for r, *_rest in found]):
-        attributes[attr.deployable_id][attr.key] = attr.value
+    if found:
+        for row in connection.execute(_ATTRIBUTES_OF,
+                                      {'ids': [r.id for r in found]}):
+            attributes[row.deployable_id][row.key] = row.value
     return [(row, attributes[row.id],
-             row.num_accelerators if status == DISABLED
-             else min(count, row.num_accelerators))
-            for row, status, count in found]
+             row.num_accelerators if row.status == DISABLED
+             else min(row.attached, row.num_accelerators))
+            for row in found]
 
 
 @db_api.reader

@@ -18,6 +18,15 @@ def _host_query(context):
     return context.session.query(models.Host)
 
 
+def _now(context):
+    """The time now as a DATETIME column keeps it (whole seconds on
+    MySQL), so that a row written with it is the row a reader gets."""
+    now = timeutils.utcnow()
+    if context.session.get_bind().dialect.name == 'mysql':
+        now = now.replace(microsecond=0)
+    return now
+
+
 @db_api.retry_on_deadlock
 @db_api.writer
 def record_hello(context, hostname, endpoint, version, drivers,
@@ -26,36 +35,53 @@ def record_hello(context, hostname, endpoint, version, drivers,
 
     ``resource_provider_name`` is the name of the host's compute node
     provider in Placement as its agent gave it (None: the hostname).
-    Returns ``(host, was_down)``: ``was_down`` is True when a known host
-    came back after being marked down.
+    Returns ``(host, drivers, was_down)``: the host row and its driver
+    rows (by name) as written, which are what ``get_by_hostname`` would
+    read back, and whether a known host came back after being marked
+    down.
     """
-    now = timeutils.utcnow()
+    now = _now(context)
     host = _host_query(context).filter_by(hostname=hostname).first()
     was_down = host is not None and host.status == 'down'
     if host is None:
-        host = models.Host(hostname=hostname, report_generation=0)
+        # Every column the caller reads is set: nothing to load later.
+        host = models.Host(hostname=hostname, report_generation=0,
+                           report_seq=None, created_at=now,
+                           updated_at=None)
         context.session.add(host)
+    else:
+        host.updated_at = now
     host.update({'status': 'up', 'endpoint': endpoint, 'version': version,
                  'resource_provider_name': resource_provider_name,
                  'last_seen_at': now})
     context.session.flush()
-    _replace_drivers(context, host, drivers)
-    return host, was_down
+    return host, _replace_drivers(context, host, drivers), was_down
+
+
+_DRIVER_COLUMNS = ('device_type', 'version', 'status', 'error')
 
 
 def _replace_drivers(context, host, drivers):
+    """Make the host's driver rows those of ``drivers``; the rows, by
+    name."""
     existing = {d.name: d for d in context.session.query(models.HostDriver)
                 .filter_by(host_id=host.id)}
+    written = []
     for values in drivers:
+        columns = {key: values.get(key) for key in _DRIVER_COLUMNS}
         row = existing.pop(values['name'], None)
         if row is None:
-            row = models.HostDriver(host_id=host.id, name=values['name'])
+            row = models.HostDriver(host_id=host.id, name=values['name'],
+                                    **columns)
             context.session.add(row)
-        for key in ('device_type', 'version', 'status', 'error'):
-            if getattr(row, key) != values.get(key):
-                setattr(row, key, values.get(key))
+        else:
+            for key, value in columns.items():
+                if getattr(row, key) != value:
+                    setattr(row, key, value)
+        written.append(row)
     for row in existing.values():
         context.session.delete(row)
+    return sorted(written, key=lambda row: row.name)
 
 
 @db_api.retry_on_deadlock
@@ -313,13 +339,24 @@ def record_report(host, report_hash, report_seq, changed):
     return host.report_generation
 
 
-@db_api.retry_on_deadlock
-@db_api.writer
+_MARK_SYNCED = _HOSTS.update().where(
+    _HOSTS.c.id == sa.bindparam('host_id'),
+    _HOSTS.c.report_generation == sa.bindparam('generation')).values(
+    synced_generation=sa.bindparam('generation'))
+
+
 def mark_synced(context, host_id, generation):
     """Record that Placement shows the host's rows of ``generation``,
     unless a newer report changed them meanwhile. True if recorded."""
-    count = context.session.query(models.Host).filter(
-        models.Host.id == host_id,
-        models.Host.report_generation == generation).update(
-            {'synced_generation': generation}, synchronize_session=False)
-    return bool(count)
+    return mark_synced_many(context, [(host_id, generation)])[0]
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def mark_synced_many(context, hosts):
+    """``mark_synced`` of each ``(host_id, generation)``, in one
+    transaction; a list of booleans."""
+    connection = context.session.connection()
+    return [bool(connection.execute(_MARK_SYNCED, {
+        'host_id': host_id, 'generation': generation}).rowcount)
+        for host_id, generation in hosts]

@@ -2,6 +2,7 @@
 conductor records the host, its drivers and its liveness."""
 
 import time
+from unittest import mock
 
 from oslo_utils import timeutils
 import sqlalchemy as sa
@@ -9,8 +10,10 @@ import sqlalchemy as sa
 from cyborg.agent import manager as agent_manager
 from cyborg.common import context
 from cyborg.common import rpc
+from cyborg.conductor import liveness as conductor_liveness
 from cyborg.conductor import manager as conductor_manager
 from cyborg.db import hosts as db_hosts
+from cyborg.objects import host as host_obj
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 
@@ -138,6 +141,43 @@ class _HelloTests:
         # A liveness check that finds every host heard from: one SELECT.
         self.assertEqual([], db_hosts.mark_silent_hosts_down(self.ctx, 60))
         self.assertEqual(['SELECT'], run)
+
+    def test_hello_answers_from_its_one_transaction(self):
+        liveness = conductor_liveness.Liveness(self.conf)
+
+        def hello(*drivers):
+            run = self.statements()
+            with mock.patch.object(db_hosts, 'get_by_hostname',
+                                   side_effect=AssertionError('re-read')):
+                answer = liveness.hello(self.ctx, host_obj.AgentHello(
+                    hostname='compute-7', endpoint='compute-7',
+                    version='1', drivers=[host_obj.HostDriver(
+                        name=name, status=status, device_type='FPGA',
+                        version=None, error=None)
+                        for name, status in drivers]))
+            # The host and its drivers, read once before they are written.
+            self.assertEqual(2, run.count('SELECT'), run)
+            # What a reader finds after the hello, to the microsecond.
+            self.assertEqual(
+                liveness.get_host(self.ctx, 'compute-7').obj_to_primitive(),
+                answer.obj_to_primitive())
+            return answer
+
+        first = hello(('fake_driver', 'READY'), ('b_driver', 'FAILED'))
+        self.assertEqual(['b_driver', 'fake_driver'],
+                         [d.name for d in first.drivers])
+        with db_hosts.db_api.writer.using(self.ctx) as session:
+            session.query(db_hosts.models.Host).update({'status': 'down'})
+        # A known host, back after it was marked down, with a driver
+        # changed, one gone and one new.
+        again = hello(('fake_driver', 'FAILED'), ('a_driver', 'READY'))
+        self.assertEqual(('up', first.id, first.created_at),
+                         (again.status, again.id, again.created_at))
+        self.assertEqual([('a_driver', 'READY'), ('fake_driver', 'FAILED')],
+                         [(d.name, d.status) for d in again.drivers])
+        [up] = self.events('cyborg.host.up')
+        self.assertEqual(
+            again.obj_to_primitive(), up['payload'])
 
     def events(self, event_type):
         # Each entry: (context, message, priority, retry).
