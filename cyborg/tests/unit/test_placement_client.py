@@ -4,8 +4,11 @@ syncs (cyborg.common.clients.placement.connect)."""
 import concurrent.futures
 import http.server
 import json
+import os
 import threading
+from unittest import mock
 
+import fixtures
 from keystoneauth1 import loading as ks_loading
 
 from cyborg.common.clients import placement
@@ -21,6 +24,7 @@ class _Counting(http.server.ThreadingHTTPServer):
     def __init__(self):
         super().__init__(('127.0.0.1', 0), _Handler)
         self.connections = 0
+        self.paths = []
         self.lock = threading.Lock()
         # Every request of a round waits for the others: IN_FLIGHT
         # requests really are in flight together.
@@ -36,6 +40,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self.server.connections += 1
 
     def do_GET(self):
+        self.server.paths.append(self.path)
         if self.path.startswith('/resource_providers'):
             self.server.together.wait()
             body = b'{"resource_providers": []}'
@@ -54,7 +59,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         pass
 
 
-class ConnectionPoolTest(base.TestCase):
+class _ServerTest(base.TestCase):
+    """[placement] points at a _Counting server of the test's own."""
 
     def setUp(self):
         super().setUp()
@@ -79,6 +85,9 @@ class ConnectionPoolTest(base.TestCase):
                 range(IN_FLIGHT)))
         self.assertEqual([200] * IN_FLIGHT, statuses)
 
+
+class ConnectionPoolTest(_ServerTest):
+
     def test_concurrent_requests_reuse_their_connections(self):
         client = placement.connect(self.conf)
         self._round(client)
@@ -87,3 +96,45 @@ class ConnectionPoolTest(base.TestCase):
         # A second storm finds every connection of the first still open.
         self._round(client)
         self.assertEqual(opened, self.server.connections)
+
+
+class EnvironmentTest(_ServerTest):
+    """requests reads proxies and CA bundles from the environment on
+    every request unless told not to: the client tells it not to only
+    where the environment sets none, so a proxy still applies."""
+
+    def setUp(self):
+        super().setUp()
+        for name in list(os.environ):
+            if name.lower().endswith('_proxy') or name in (
+                    'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'):
+                self.useFixture(fixtures.EnvironmentVariable(name))
+
+    def test_without_settings_the_environment_is_not_read(self):
+        client = placement.connect(self.conf)
+        self.assertEqual([], placement.environment_settings())
+        self.assertFalse(client.session.session.trust_env)
+        with mock.patch('requests.utils.get_environ_proxies') as looked:
+            self._round(client)
+        looked.assert_not_called()
+
+    def test_a_proxy_in_the_environment_is_used(self):
+        # The server plays the proxy of a Placement that does not
+        # resolve: it is asked for absolute URLs.
+        self.flags(endpoint='http://placement.invalid:8778',
+                   group='placement')
+        self.useFixture(fixtures.EnvironmentVariable(
+            'http_proxy', 'http://127.0.0.1:%d' % self.server.server_port))
+        self.assertEqual(['http_proxy'], placement.environment_settings())
+        client = placement.connect(self.conf)
+        self.assertTrue(client.session.session.trust_env)
+        client.get('/', microversion='1.0')
+        self.assertIn('http://placement.invalid:8778/', self.server.paths)
+
+    def test_a_ca_bundle_in_the_environment_keeps_it_read(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'REQUESTS_CA_BUNDLE', '/etc/ssl/certs/ca-certificates.crt'))
+        self.assertEqual(['REQUESTS_CA_BUNDLE'],
+                         placement.environment_settings())
+        self.assertTrue(placement.connect(
+            self.conf).session.session.trust_env)
