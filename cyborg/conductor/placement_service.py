@@ -74,12 +74,13 @@ class PlacementService:
                     raise
                 LOG.debug('Generation conflict on %s; retrying', what)
 
-    def sync_host(self, context, hostname, providers, names=None):
+    def sync_host(self, context, hostname, providers, names=None,
+                  fresh=False):
         """Make Placement show ``providers`` under the compute node of
-        ``hostname`` (see PlacementSync.sync_host). False when Placement
-        failed: the host is then marked pending."""
+        ``hostname`` (see PlacementSync.sync_host, also for ``fresh``).
+        False when Placement failed: the host is then marked pending."""
         try:
-            self.sync.sync_host(hostname, providers, names)
+            self.sync.sync_host(hostname, providers, names, fresh)
         except SYNC_ERRORS as e:
             LOG.warning('Placement could not be synced for host %s; it '
                         'will be by the periodic retry or on its next '

@@ -9,10 +9,12 @@ with ``trait``, plus ``OWNER_CYBORG``.
 
 ``sync_host`` makes the host's subtree match the wanted providers as a
 whole, so it is idempotent: after Placement was unreachable the next call
-catches up, including deletions whose database rows are already gone
-(cyborg's providers are recognised by ``OWNER_CYBORG``). Unlike upstream
-it never deletes traits or resource classes globally, since other
-providers may use them.
+catches up, including deletions whose database rows are already gone.
+cyborg's providers are recognised by their uuid, derived from their name
+as above (so upstream's are too), not by ``OWNER_CYBORG``: a sync that
+stopped before it set a new provider's traits leaves one without it.
+Unlike upstream it never deletes traits or resource classes globally,
+since other providers may use them.
 """
 
 import collections
@@ -44,6 +46,13 @@ def provider_uuid(name):
     """The uuid of a deployable's provider, derived from its name as
     upstream derives it (Nova and existing deployments rely on it)."""
     return str(uuid.uuid3(uuid.NAMESPACE_DNS, name))
+
+
+def is_ours(provider):
+    """Whether a provider (a dict from Placement) is a deployable's, by
+    its uuid; a compute node's or another service's never derives from
+    its name this way."""
+    return provider['uuid'] == provider_uuid(provider['name'])
 
 
 def _valid_class(name):
@@ -116,6 +125,14 @@ def find_compute_node(client, names):
     return None
 
 
+class _Occupied(Exception):
+    """A provider a fresh sync was to create exists already."""
+
+    def __init__(self, name):
+        super().__init__(name)
+        self.name = name
+
+
 class PlacementSync:
     """Keeps Placement in line with the database, one host at a time;
     built by its owner, the conductor's PlacementService
@@ -135,12 +152,18 @@ class PlacementSync:
     def client(self):
         return self.service.client
 
-    def sync_host(self, hostname, providers, names=None):
+    def sync_host(self, hostname, providers, names=None, fresh=False):
         """Make the providers under the compute node of ``hostname`` (the
         first of ``names`` that exists, by default its
         ``compute_node_names``) be exactly ``providers``. Raises
         PlacementError or a keystoneauth error when Placement fails; the
-        caller retries later."""
+        caller retries later.
+
+        ``fresh``: no sync of this host was ever attempted (its first
+        report is being synced), so Placement holds none of its
+        providers and the tree is not listed. Should one of them exist
+        all the same (a database restored from before the host), the
+        whole tree is listed and synced after all."""
         names = names or compute_node_names(
             cyborg_context.get_admin_context(), hostname)
         root = find_compute_node(self.client, names)
@@ -149,15 +172,29 @@ class PlacementSync:
                 method='GET', url='/resource_providers?name=%s' % names[-1],
                 status=404, detail='no compute node provider named %s' %
                 ' or '.join(names))
+        if fresh:
+            try:
+                return self._sync_tree(root['uuid'], providers, {},
+                                       adopt=False)
+            except _Occupied as e:
+                LOG.info('Placement already has provider %s of host %s, '
+                         'whose first report this is; syncing its whole '
+                         'tree', e.name, hostname)
         current = {p['uuid']: p for p in placement.list_tree(
-            self.client, root['uuid'], required=[OWNER_TRAIT])
-            if p['uuid'] != root['uuid']}
+            self.client, root['uuid']) if is_ours(p)}
+        self._sync_tree(root['uuid'], providers, current)
+
+    def _sync_tree(self, root_uuid, providers, current, adopt=True):
+        """``providers`` under ``root_uuid``, where Placement has the
+        providers ``current`` ({uuid: provider}); those of ``current``
+        not wanted are deleted. Without ``adopt`` a provider that exists
+        although it is not in ``current`` raises _Occupied."""
         generations = {}
         for provider in providers:
             self._ensure_names(provider)
             existing = current.pop(provider.uuid, None)
             if existing is None:
-                existing = self._create(root['uuid'], provider)
+                existing = self._create(root_uuid, provider, adopt)
             generations[provider.uuid] = existing['generation']
         self._set_inventories(providers, generations)
         for provider in providers:
@@ -174,7 +211,7 @@ class PlacementSync:
         wanted = {p.uuid: {p.resource_class: {
             'total': p.total, 'max_unit': p.total,
             'reserved': reserved_units(p)}} for p in providers}
-        if len(providers) > 1 and self._reshaper:
+        if len(wanted) > 1 and self._reshaper:
             try:
                 placement.set_many_inventories(self.client, {
                     uuid: (generations[uuid], inventories)
@@ -189,7 +226,7 @@ class PlacementSync:
                              '%s', e)
                 else:
                     LOG.debug('One request for %d inventories failed (%s);'
-                              ' setting them one by one', len(providers), e)
+                              ' setting them one by one', len(wanted), e)
             else:
                 # The reshaper writes each inventory twice (an interim
                 # and the final one), so each generation went up by two.
@@ -214,7 +251,7 @@ class PlacementSync:
                 placement.ensure_trait(self.client, trait)
                 self._traits.add(trait)
 
-    def _create(self, root_uuid, provider):
+    def _create(self, root_uuid, provider, adopt=True):
         try:
             return placement.create_provider(
                 self.client, provider.name, uuid=provider.uuid,
@@ -222,8 +259,10 @@ class PlacementSync:
         except exception.PlacementError as e:
             if not placement.is_conflict(e):
                 raise
-        # It exists but without OWNER_CYBORG (a sync that stopped half
-        # way) or elsewhere; take it over rather than fail forever.
+            if not adopt:
+                raise _Occupied(provider.name) from e
+        # It exists under another compute node (a host renamed, say);
+        # take it over rather than fail forever.
         existing = placement.get_provider(self.client, provider.uuid)
         if existing is None:
             raise exception.PlacementError(

@@ -64,8 +64,13 @@ from cyborg.db import hosts as db_hosts
 
 LOG = logging.getLogger(__name__)
 
+#: A report's Placement sync, due after its commit. ``fresh``: this
+#: report was the host's first to change its rows, so no sync of the
+#: host was ever attempted and Placement has none of its providers.
 Pending = collections.namedtuple(
-    'Pending', 'host_id generation providers events kept compute_nodes')
+    'Pending',
+    'host_id generation providers events kept compute_nodes fresh',
+    defaults=(False,))
 
 #: A report settled without a Placement sync: ``answer`` is what its
 #: agent gets (the report's hash when the database and Placement show it,
@@ -118,7 +123,7 @@ def _reconcile(context, hostname, devices, report_hash, report_seq,
         if state.shows(report_hash):
             return Done(report_hash)
         # The rows show it; Placement may not.
-        return _pending(context, host, {}, 0)
+        return _pending(context, host, {}, 0, False)
     host_reconciler = reconciler.HostReconciler(context, hostname,
                                                 new_status)
     counts = host_reconciler.apply(devices)
@@ -135,17 +140,21 @@ def _reconcile(context, hostname, devices, report_hash, report_seq,
             '%s %d' % item for item in sorted(counts.items()) if item[1]))
     elif state.synced_generation == host.report_generation:
         return Done(report_hash)
-    return _pending(context, host, host_reconciler.events, kept)
+    # Generation 0: no report ever changed the host's rows, so no sync
+    # of the host was ever attempted (each sync follows such a report;
+    # a host without rows has nothing to create in Placement).
+    return _pending(context, host, host_reconciler.events, kept,
+                    changed and not state.generation)
 
 
-def _pending(context, host, events, kept):
+def _pending(context, host, events, kept, fresh):
     providers = placement_sync.wanted_providers(
         db_devices.get_providers(context, host.hostname))
     # The names to find its compute node under, from the row at hand.
     compute_nodes = placement_sync.compute_node_names(
         context, host.hostname, host.resource_provider_name or '')
     return Pending(host.id, host.report_generation, providers, events,
-                   kept, compute_nodes)
+                   kept, compute_nodes, fresh)
 
 
 def notify_device_events(context, events):
@@ -197,6 +206,8 @@ class Reporting:
         self.placement = (placement or
                           placement_service.PlacementService(conf))
         self.batches = coalesce.Coalescer(self._apply_batch, MAX_BATCH)
+        # Syncs that end together are recorded in one transaction.
+        self.synced = coalesce.Coalescer(self._mark_synced, MAX_BATCH)
 
     def report(self, context, hostname, devices, report_hash,
                report_seq=None, hardware=None):
@@ -257,6 +268,11 @@ class Reporting:
         return outcomes
 
     @staticmethod
+    def _mark_synced(hosts):
+        return db_hosts.mark_synced_many(
+            cyborg_context.get_admin_context(), hosts)
+
+    @staticmethod
     def _record_seqs(context, reports, shown, outcomes):
         """Reports the database shows already still move their host's
         sequence on, so that an older report that arrives after them is
@@ -274,10 +290,10 @@ class Reporting:
         """Placement after the report's commit, then its acceptance."""
         notify_device_events(context, pending.events)
         if not self.placement.sync_host(context, hostname, pending.providers,
-                                        pending.compute_nodes):
+                                        pending.compute_nodes,
+                                        pending.fresh):
             return None
-        if not db_hosts.mark_synced(context, pending.host_id,
-                                      pending.generation):
+        if not self.synced.submit((pending.host_id, pending.generation)):
             self._catch_up(context, hostname)
             return None
         if pending.kept:

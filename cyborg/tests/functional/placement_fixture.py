@@ -27,7 +27,8 @@ _SERVICE = {}
 
 
 class _Recorder:
-    """WSGI middleware that records (method, path) of every request."""
+    """WSGI middleware that records (method, path, query string) of every
+    request."""
 
     def __init__(self, app):
         self.app = app
@@ -35,7 +36,8 @@ class _Recorder:
 
     def __call__(self, environ, start_response):
         self.requests.append((environ['REQUEST_METHOD'],
-                              environ.get('PATH_INFO', '')))
+                              environ.get('PATH_INFO', ''),
+                              environ.get('QUERY_STRING', '')))
         return self.app(environ, start_response)
 
 
@@ -91,12 +93,15 @@ class Placement(fixtures.Fixture):
         self.client = placement_client.connect(self.conf)
         self._mark = len(self._recorder.requests)
 
-    def requests(self):
-        """Requests Placement received since the last call (or setUp)."""
+    def requests(self, query=False):
+        """Requests Placement received since the last call (or setUp), as
+        (method, path), or with ``query`` (method, path?query)."""
         now = len(self._recorder.requests)
         made = self._recorder.requests[self._mark:now]
         self._mark = now
-        return made
+        if query:
+            return [(m, '%s?%s' % (p, q) if q else p) for m, p, q in made]
+        return [(m, p) for m, p, _q in made]
 
     @contextlib.contextmanager
     def down(self):

@@ -2,6 +2,7 @@
 
 import json
 import threading
+from unittest import mock
 import uuid
 
 import fixtures
@@ -66,6 +67,14 @@ def get_test_device(hostname, function=0, num=16, rc='FPGA',
         controlpath_id=dd.DriverControlPathID(
             cpid_type='PCI', cpid_info=json.dumps(pci, sort_keys=True)),
         deployable_list=[deployable])
+
+
+class _Row:
+    """A deployable row as get_providers gives it."""
+
+    def __init__(self, name, num_accelerators):
+        self.name = name
+        self.num_accelerators = num_accelerators
 
 
 class _ReportingTests:
@@ -351,6 +360,8 @@ class _ReportingTests:
         # re-read.
         self.assertEqual(3, len([r for r in requests
                                  if r[1].endswith('/traits')]))
+        self.assertEqual(0, len([r for r in requests if r[0] == 'GET'
+                                 and '/resource_providers/' in r[1]]))
         self.report([get_test_device(self.hostname, function=f, num=4)
                      for f in range(3)])
         self.assertEqual([('POST', 'reshaper')], self.inventory_requests())
@@ -371,6 +382,57 @@ class _ReportingTests:
                          self.inventory_requests())
         self.assertEqual({'FPGA': (16, 16)}, self.provider(
             '%s_dev1' % self.hostname)['inventories'])
+
+    def report_listing(self, devices):
+        """Report ``devices``; the tree listings its sync made."""
+        digest = agent_reporter.report_hash(devices)
+        self.placement.requests()
+        accepted = reporting.Reporting(self.conf).report(
+            self.ctx, self.hostname, devices, digest)
+        self.assertEqual(digest, accepted)
+        return [path for method, path in self.placement.requests(query=True)
+                if method == 'GET' and 'in_tree=' in path]
+
+    def test_first_report_lists_no_tree_later_ones_do(self):
+        self.assertEqual([], self.report_listing(
+            [get_test_device(self.hostname)]))
+        self.assertEqual(1, len(self.report_listing(
+            [get_test_device(self.hostname, function=f) for f in range(2)])))
+        self.assertIsNotNone(self.provider('%s_dev1' % self.hostname))
+
+    def test_first_report_after_a_failed_first_sync_lists_the_tree(self):
+        # The first sync stopped after creating a provider for a device
+        # the next report no longer has: the host is not fresh any more,
+        # so the tree is listed and the leftover deleted.
+        devices = [get_test_device(self.hostname, function=f)
+                   for f in range(2)]
+        with mock.patch.object(placement_sync.placement, 'set_traits',
+                               side_effect=exception.PlacementError(
+                                   method='PUT', url='/', status=503,
+                                   detail='down')):
+            self.assertIsNone(self.report(devices)[1])
+        self.assertIsNotNone(self.provider('%s_dev1' % self.hostname))
+        self.assertEqual(1, len(self.report_listing(
+            [get_test_device(self.hostname)])))
+        self.assertIsNone(self.provider('%s_dev1' % self.hostname))
+        self.assertIsNotNone(self.provider('%s_dev0' % self.hostname))
+
+    def test_fresh_host_with_providers_in_placement_is_synced_whole(self):
+        # A database restored from before the host: Placement has its
+        # providers, one of them no longer wanted. Creating a wanted one
+        # finds it there, and the whole tree is synced instead.
+        old = [get_test_device(self.hostname, function=f) for f in range(2)]
+        names = [self.hostname]
+        placement_service.PlacementService(self.conf).sync.sync_host(
+            self.hostname, placement_sync.wanted_providers(
+                (_Row('%s_dev%d' % (self.hostname, f), 16),
+                 {'rc': 'FPGA', 'trait0': 'CUSTOM_FAKE_DEVICE'}, 0)
+                for f in range(2)), names)
+        self.assertIsNotNone(self.provider('%s_dev1' % self.hostname))
+        self.assertEqual(1, len(self.report_listing(old[:1])))
+        self.assertIsNone(self.provider('%s_dev1' % self.hostname))
+        self.assertEqual({'FPGA': (16, 16)}, self.provider(
+            '%s_dev0' % self.hostname)['inventories'])
 
     def test_device_notifications(self):
         self.messaging = self.useFixture(cyborg_fixtures.Messaging(
@@ -406,6 +468,22 @@ class _ReportingTests:
                 hostname)['uuid']
             hosts.append(hostname)
         return hosts
+
+    def test_syncs_recorded_together_only_where_still_current(self):
+        self.report([get_test_device(self.hostname)])
+        [other] = self._more_hosts(1)
+        db_hosts.forget_sync(self.ctx, self.hostname)
+        mine = self.state()
+        theirs = db_hosts.get_report_state(self.ctx, other)
+        del self.writes[:]
+        # Theirs moved on (a newer report) since the sync began.
+        self.assertEqual([True, False], db_hosts.mark_synced_many(
+            self.ctx, [(mine.host_id, mine.generation),
+                       (theirs.host_id, theirs.generation + 1)]))
+        self.assertEqual(mine.generation, self.state().synced_generation)
+        self.assertIsNone(db_hosts.get_report_state(
+            self.ctx, other).synced_generation)
+        self.assertEqual([('UPDATE', 'hosts')] * 2, self.tables_written())
 
     def _report_together(self, conductor, reports):
         """Run ``reports`` [(hostname, devices)] concurrently while the

@@ -81,7 +81,7 @@ class RetryOnConflictTest(base.TestCase):
 
 class _DownSync:
 
-    def sync_host(self, hostname, providers, names=None):
+    def sync_host(self, hostname, providers, names=None, fresh=False):
         raise exception.PlacementError(method='GET', url='/', status=503,
                                        detail='down')
 
