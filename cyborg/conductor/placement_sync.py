@@ -280,8 +280,16 @@ class PlacementSync:
         def write(attempt):
             if attempt == 1:
                 return put(generation)
-            return put(placement.get_provider(self.client,
-                                              rp_uuid)['generation'])
+            current = placement.get_provider(self.client, rp_uuid)
+            if current is None:
+                # Deleted meanwhile, by the sync of a newer report of the
+                # host on another conductor: this sync fails, and the
+                # host's newest report is synced again.
+                raise exception.PlacementError(
+                    method='GET', url='/resource_providers/%s' % rp_uuid,
+                    status=404, detail='provider %s was deleted by '
+                    'another writer' % rp_uuid)
+            return put(current['generation'])
         return self.service.retry_on_conflict(write, 'provider %s' % rp_uuid)
 
     def _delete(self, provider):

@@ -292,6 +292,15 @@ class Reporting:
         if not self.placement.sync_host(context, hostname, pending.providers,
                                         pending.compute_nodes,
                                         pending.fresh):
+            now = db_hosts.get_report_states(context, [hostname]).get(
+                hostname)
+            if now is not None and now.generation != pending.generation:
+                # A newer report's sync (on another conductor, say) ran
+                # alongside ours, and may have deleted a provider ours
+                # was writing; our older writes may have landed after
+                # its, and it may record the host as synced after our
+                # failure. Sync again from what the database shows now.
+                self._catch_up(context, hostname)
             return None
         if not self.synced.submit((pending.host_id, pending.generation)):
             self._catch_up(context, hostname)

@@ -287,6 +287,60 @@ class _ReportingTests:
         # The agent's resend of the newer is then answered at once.
         self.assertTrue(self.state().shows(agent_reporter.report_hash(new)))
 
+    def test_older_sync_failing_after_a_newer_one_is_caught_up(self):
+        # Two conductors sync two reports of the host at once. The newer
+        # report's sync lands first; our older one's writes land after it
+        # and then fail (the newer one deleted a provider ours was
+        # writing); the newer one records the host synced after that.
+        self.report([get_test_device(self.hostname, num=1)])
+        old = [get_test_device(self.hostname, num=2),
+               get_test_device(self.hostname, function=1)]
+        new = [get_test_device(self.hostname, num=5)]
+        ours, theirs = (reporting.Reporting(self.conf),
+                        reporting.Reporting(self.conf))
+        our_sync = ours.placement.sync.sync_host
+        their_sync = theirs.placement.sync.sync_host
+        synced, go = threading.Event(), threading.Event()
+        answers = {}
+
+        def their_sync_waits(*args):
+            their_sync(*args)
+            synced.set()
+            self.assertTrue(go.wait(30))
+
+        theirs.placement.sync.sync_host = their_sync_waits
+        newer = threading.Thread(target=lambda: answers.update(
+            new=theirs.report(self.ctx, self.hostname, new,
+                              agent_reporter.report_hash(new))))
+
+        def ours_lands_last_then_fails(*args):
+            ours.placement.sync.sync_host = our_sync
+            newer.start()
+            self.assertTrue(synced.wait(30))
+            our_sync(*args)
+            raise exception.PlacementError(
+                method='PUT', url='/resource_providers/u/traits',
+                status=404, detail='deleted by another writer')
+
+        ours.placement.sync.sync_host = ours_lands_last_then_fails
+        sync_failed = ours.placement.sync_failed
+
+        def failed_then_theirs_recorded(context, hostname):
+            sync_failed(context, hostname)
+            go.set()
+            newer.join(30)
+
+        ours.placement.sync_failed = failed_then_theirs_recorded
+        self.assertIsNone(ours.report(self.ctx, self.hostname, old,
+                                      agent_reporter.report_hash(old)))
+        self.assertEqual(agent_reporter.report_hash(new), answers['new'])
+        # The newer report is accepted, so Placement must show it, not
+        # our older writes that landed after its.
+        self.assertTrue(self.state().shows(agent_reporter.report_hash(new)))
+        self.assertEqual({'FPGA': (5, 5)}, self.provider(
+            '%s_dev0' % self.hostname)['inventories'])
+        self.assertIsNone(self.provider('%s_dev1' % self.hostname))
+
     def test_removal_while_placement_down_caught_up(self):
         self.report([get_test_device(self.hostname),
                      get_test_device(self.hostname, function=1)])

@@ -95,6 +95,8 @@ class _ConflictOnce:
     def __init__(self):
         self.calls = []
         self.conflicts = 1
+        # Whether the provider is deleted by the time it is re-read.
+        self.gone = False
 
     def request(self, url, method, **kwargs):
         self.calls.append((method, url))
@@ -106,6 +108,9 @@ class _ConflictOnce:
 
     def get(self, url, **kwargs):
         self.calls.append(('GET', url))
+        if self.gone:
+            return _Response(404, {'errors': [
+                {'code': 'placement.undefined_code', 'detail': 'gone'}]})
         return _Response(200, {'generation': 6})
 
 
@@ -122,3 +127,18 @@ class GenerationConflictTest(base.TestCase):
                                                        generation, [])
         self.assertEqual(7, sync._retry_on_conflict('u', 5, put))
         self.assertEqual([5, 6], seen)
+
+    def test_provider_deleted_meanwhile_fails_the_sync_as_placement(self):
+        # Another conductor's sync of a newer report of the host deleted
+        # the provider between our write and the re-read: a Placement
+        # error (the sync fails, the host is pending, the agent sends
+        # again), not a TypeError out of the RPC call.
+        client = _ConflictOnce()
+        client.gone = True
+        sync = placement_service.PlacementService(self.conf, client).sync
+        error = self.assertRaises(
+            exception.PlacementError, sync._retry_on_conflict, 'u', 5,
+            lambda g: placement_sync.placement.set_traits(client, 'u', g,
+                                                          []))
+        self.assertEqual(404, error.kwargs['status'])
+        self.assertIsInstance(error, placement_service.SYNC_ERRORS)
