@@ -54,6 +54,10 @@ from cyborg import version
 
 LOG = logging.getLogger(__name__)
 
+# What a report carries, by the conductor's release: the hardware list
+# and a sequence (RPC 1.6), a sequence (1.5), neither.
+PLAIN, SEQUENCE, HARDWARE = range(3)
+
 
 def _canonical(value):
     """Canonical JSON text of ``value``: object fields by name, list items
@@ -148,10 +152,9 @@ class Reporter:
         self.accepted_hash = self._state and self._state.trusted_hash
         # The sequence of the last report sent (or the conductor applied).
         self._seq = (self._state and self._state.report_seq) or 0
-        # False once a conductor of an older release refused a sequence.
-        self._send_seq = True
-        # False once a conductor of an older release refused hardware.
-        self._send_hardware = True
+        # What the conductor takes (HARDWARE, SEQUENCE or PLAIN), lowered
+        # when one of an older release refuses it, until the next hello.
+        self._level = HARDWARE
 
     @property
     def conductor(self):
@@ -244,7 +247,7 @@ class Reporter:
         """
         with self._report_lock:
             devices, hardware = self.survey()
-            if not self._send_hardware:
+            if self._level < HARDWARE:
                 hardware = None
             digest = report_hash(devices, hardware)
             if digest == self.accepted_hash:
@@ -272,34 +275,28 @@ class Reporter:
         keeps it), or without a sequence either. Returns the answer, the
         hash sent and the hardware sent (None: none)."""
         timeout = self._call_timeout()
-        if hardware is not None and self._send_hardware and self._send_seq:
+        while True:
+            level = self._level
+            if hardware is None:
+                level = min(level, SEQUENCE)
+            elif level < HARDWARE:
+                digest, hardware = report_hash(devices), None
+            extra = {}
+            if level >= SEQUENCE:
+                extra['report_seq'] = self._next_seq()
+            if hardware is not None:
+                extra['hardware'] = hardware
             try:
                 return self.conductor.report_data(
-                    context, self.host, devices, digest,
-                    report_seq=self._next_seq(), hardware=hardware,
-                    timeout=timeout), digest, hardware
+                    context, self.host, devices, digest, timeout=timeout,
+                    **extra), digest, hardware
             except messaging.RemoteError as e:
-                if e.exc_type != 'UnsupportedVersion':
+                if e.exc_type != 'UnsupportedVersion' or level == PLAIN:
                     raise
-            LOG.info('The conductor takes reports without hardware only; '
-                     'sending them so until we say hello again')
-            self._send_hardware = False
-        if hardware is not None:
-            digest, hardware = report_hash(devices), None
-        if self._send_seq:
-            try:
-                return self.conductor.report_data(
-                    context, self.host, devices, digest,
-                    report_seq=self._next_seq(), timeout=timeout), digest, None
-            except messaging.RemoteError as e:
-                if e.exc_type != 'UnsupportedVersion':
-                    raise
-            LOG.info('The conductor takes reports without a sequence only; '
-                     'sending them so until we say hello again')
-            self._send_seq = False
-        answer = self.conductor.report_data(context, self.host, devices,
-                                            digest, timeout=timeout)
-        return answer, digest, None
+            LOG.info('The conductor takes reports without %s only; sending '
+                     'them so until we say hello again',
+                     'hardware' if level == HARDWARE else 'a sequence')
+            self._level = level - 1
 
     def _send(self, context, digest, devices, hardware=None):
         try:
@@ -368,8 +365,7 @@ class Reporter:
                 # database), gets a full report.
                 self.accepted_hash = None
             self._seq = max(self._seq, _applied_seq(host) or 0)
-            self._send_seq = True
-            self._send_hardware = True
+            self._level = HARDWARE
             self._registered.set()
             LOG.info('Registered with the conductor as %s', self.host)
             return True
