@@ -241,10 +241,12 @@ def _instances(binds):
 def _lock_instances(context, binds):
     """On PostgreSQL, a lock on each instance of ``binds`` until the
     transaction ends, so two binds for one instance take turns and the
-    second sees the ARQs of the first."""
-    if context.session.connection().dialect.name == 'postgresql':
-        for instance in sorted(_instances(binds)):
-            _run(context, _INSTANCE_LOCK, b_instance_uuid=instance)
+    second sees the ARQs of the first; True if taken."""
+    if context.session.connection().dialect.name != 'postgresql':
+        return False
+    for instance in sorted(_instances(binds)):
+        _run(context, _INSTANCE_LOCK, b_instance_uuid=instance)
+    return True
 
 
 def _refuse_bound_instances(context, binds, others_only=False):
@@ -304,11 +306,13 @@ def bind(context, binds, project_id, conductor, ready,
     ARQs left BindStarted with their handle, for the caller to prepare
     and then ``finish_binds``, and the uuids of those that failed.
     """
-    _lock_instances(context, binds)
+    locked = _lock_instances(context, binds)
     if new_instances_only:
         _refuse_bound_instances(context, binds)
     _start(context, binds, project_id, conductor)
-    if new_instances_only:
+    if new_instances_only and not locked:
+        # Under the instances' locks the first check saw every other
+        # bind of them; without, a concurrent one may have passed it too.
         _refuse_bound_instances(context, binds, others_only=True)
     arqs = {view.uuid: view
             for view in _select_views(context, uuids=sorted(binds))}
