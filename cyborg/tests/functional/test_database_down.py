@@ -53,6 +53,28 @@ class _LivenessThroughOutage:
                           self.status('cmp-1') == 'down')[1], timeout=30)
 
 
+class OutageLeftBehindTest(base.TestCase):
+
+    def test_an_earlier_tests_outage_gives_no_grace(self):
+        # The outage a test before made (one of those above, in the same
+        # process) does not follow the next test's new database: its
+        # conductor would mark no host down for a whole timeout.
+        left = db_hosts.db_api._LAST_UNAVAILABLE
+        self.addCleanup(left.__setitem__, 0, left[0])
+        left[0] = 12.0
+        self.useFixture(cyborg_fixtures.Database(self))
+        self.assertIsNone(db_hosts.db_api.last_unavailable())
+        ctx = context.get_admin_context()
+        db_hosts.record_hello(ctx, 'cmp-1', 'cmp-1', '1.0', [])
+        self.flags(host_down_timeout=1, group='conductor')
+        with db_hosts.db_api.writer.using(ctx) as session:
+            session.query(db_hosts.models.Host).update({'last_seen_at': (
+                timeutils.utcnow() - datetime.timedelta(seconds=30))})
+        liveness_mod.Liveness(self.conf).check_hosts()
+        self.assertEqual(
+            'down', db_hosts.get_by_hostname(ctx, 'cmp-1')[0].status)
+
+
 class LivenessOutageMySQLTest(_LivenessThroughOutage, base.TestCase):
     backend = 'mysql'
 
