@@ -113,6 +113,17 @@ def tree_cpu_seconds(pid):
     return sum(stats[p][1] for p in process_tree(pid, stats))
 
 
+def tree_threads(pid):
+    """How many threads process ``pid`` and its descendants run."""
+    count = 0
+    for one in process_tree(pid):
+        try:
+            count += len(os.listdir('/proc/%s/task' % one))
+        except FileNotFoundError:
+            pass
+    return count
+
+
 def _rollup(pid):
     """{field: kB} of /proc/<pid>/smaps_rollup (Rss, Pss, ...)."""
     values = {}
