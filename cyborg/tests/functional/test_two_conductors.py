@@ -1,7 +1,7 @@
 """Two conductors on one database and one broker share the work: reports
-of the same hosts, sent at once and out of order, end with the database
-and Placement showing each host's last report, whichever conductor took
-which."""
+of the same hosts, sent at once and out of order, each host's reports to
+both conductors, end with the database and Placement showing each host's
+last report."""
 
 import collections
 import concurrent.futures
@@ -22,6 +22,7 @@ from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional.test_reporting import get_test_device
 
 HOSTS = 6
+CONDUCTORS = ('ctl-1', 'ctl-2')
 
 
 def versions(hostname):
@@ -45,13 +46,22 @@ class _TwoConductorsTests:
         self.placement = self.useFixture(
             placement_fixture.Placement(self.conf))
         self.ctx = context.get_admin_context()
-        self.taken = collections.Counter()
-        for name in ('ctl-1', 'ctl-2'):
+        self.taken = collections.defaultdict(set)
+        for name in CONDUCTORS:
             manager = conductor_manager.ConductorManager(name, self.conf)
             manager.report_data = self._counted(name, manager.report_data)
             cyborg_fixtures.start_rpc_service(self, manager,
                                               rpc.CONDUCTOR_TOPIC, name)
         self.api = conductor_rpcapi.ConductorAPI()
+        # A client of each conductor. Which of two listeners on a shared
+        # topic takes a message is up to the transport's timing (the fake
+        # driver's first to wake drains a burst alone), so each report
+        # is addressed to one conductor.
+        self.apis = []
+        for name in CONDUCTORS:
+            api = conductor_rpcapi.ConductorAPI()
+            api.client = api.client.prepare(server=name)
+            self.apis.append(api)
         self.hosts = ['two-%s-%d' % (uuid.uuid4().hex[:6], i)
                       for i in range(HOSTS)]
         self.roots = {}
@@ -65,17 +75,19 @@ class _TwoConductorsTests:
     def _counted(self, name, function):
         def report_data(context, hostname, devices, report_hash,
                         report_seq=None):
-            self.taken[name] += 1
+            self.taken[name].add(hostname)
             return function(context, hostname, devices, report_hash,
                             report_seq)
         return report_data
 
     def send(self, hostname, devices, seq):
-        """Send a report as an agent does, with its sequence; whether it
+        """Send a report as an agent does, with its sequence, to one
+        conductor or the other by the sequence and the host; whether it
         was accepted."""
         digest = agent_reporter.report_hash(devices)
-        return self.api.report_data(self.ctx, hostname, devices, digest,
-                                    report_seq=seq, timeout=60) == digest
+        api = self.apis[(seq + self.hosts.index(hostname)) % len(self.apis)]
+        return api.report_data(self.ctx, hostname, devices, digest,
+                               report_seq=seq, timeout=60) == digest
 
     def database_shows(self, hostname):
         with db_api.reader.using(self.ctx) as session:
@@ -131,8 +143,9 @@ class _TwoConductorsTests:
                              self.database_shows(hostname))
             self.assertEqual(self.wanted(hostname),
                              self.placement_shows(hostname))
-        # Both conductors took reports.
-        self.assertEqual({'ctl-1', 'ctl-2'}, set(self.taken))
+        # Both conductors took reports of every host.
+        self.assertEqual({name: set(self.hosts) for name in CONDUCTORS},
+                         dict(self.taken))
 
 
 class TwoConductorsMySQLTest(_TwoConductorsTests, base.TestCase):
