@@ -10,6 +10,7 @@ from unittest import mock
 
 import fixtures
 from keystoneauth1 import loading as ks_loading
+import requests
 
 from cyborg.common.clients import placement
 from cyborg.tests import base
@@ -131,10 +132,37 @@ class EnvironmentTest(_ServerTest):
         client.get('/', microversion='1.0')
         self.assertIn('http://placement.invalid:8778/', self.server.paths)
 
-    def test_a_ca_bundle_in_the_environment_keeps_it_read(self):
+    def test_a_ca_bundle_in_the_environment_is_read_once(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'CURL_CA_BUNDLE', '/etc/ssl/certs/curl.crt'))
         self.useFixture(fixtures.EnvironmentVariable(
             'REQUESTS_CA_BUNDLE', '/etc/ssl/certs/ca-certificates.crt'))
-        self.assertEqual(['REQUESTS_CA_BUNDLE'],
+        self.assertEqual(['REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'],
                          placement.environment_settings())
-        self.assertTrue(placement.connect(
-            self.conf).session.session.trust_env)
+        client = placement.connect(self.conf)
+        # What requests would have applied on each request: the first
+        # of the two variables, in its order.
+        self.assertEqual('/etc/ssl/certs/ca-certificates.crt',
+                         client.session.verify)
+        self.assertFalse(client.session.session.trust_env)
+        sent = []
+        send = requests.Session.send
+
+        def recording(session, request, **kwargs):
+            sent.append(kwargs.get('verify'))
+            return send(session, request, **kwargs)
+
+        with mock.patch('requests.utils.get_environ_proxies') as looked, \
+                mock.patch.object(requests.Session, 'send', recording):
+            client.get('/', microversion='1.0')
+        looked.assert_not_called()
+        self.assertEqual(['/etc/ssl/certs/ca-certificates.crt'], sent)
+
+    def test_the_configured_ca_file_wins_over_the_environment(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'REQUESTS_CA_BUNDLE', '/etc/ssl/certs/ca-certificates.crt'))
+        self.flags(cafile='/etc/cyborg/placement-ca.pem', group='placement')
+        self.assertEqual('/etc/cyborg/placement-ca.pem',
+                         placement.connect(self.conf).session.verify)
+        self.flags(cafile=None, insecure=True, group='placement')
+        self.assertFalse(placement.connect(self.conf).session.verify)
