@@ -16,6 +16,8 @@ from keystoneauth1 import loading as ks_loading
 from oslo_log import log as logging
 import openstack
 
+from cyborg.common.clients import environment
+
 LOG = logging.getLogger(__name__)
 
 GROUP = 'nova'
@@ -41,6 +43,7 @@ def connect(conf):
     auth = ks_loading.load_auth_from_conf_options(conf, GROUP)
     session = ks_loading.load_session_from_conf_options(conf, GROUP,
                                                         auth=auth)
+    environment.settle(session)
     return openstack.connection.Connection(session=session,
                                            oslo_conf=conf).compute
 

@@ -4,14 +4,13 @@ Every request names its microversion; any answer that is not a success
 becomes exception.PlacementError with the status and Placement's detail.
 """
 
-import os
 from urllib import parse
-from urllib import request as urllib_request
 
 from keystoneauth1 import loading as ks_loading
 from keystoneauth1 import session as ks_session
 import openstack
 
+from cyborg.common.clients import environment
 from cyborg.common import exception
 
 GROUP = 'placement'
@@ -31,43 +30,10 @@ def connect(conf):
     for scheme in ('http://', 'https://'):
         session.session.mount(scheme, ks_session.TCPKeepAliveAdapter(
             pool_maxsize=POOL_SIZE))
-    settle_environment(session)
+    environment.settle(session)
     connection = openstack.connection.Connection(session=session,
                                                  oslo_conf=conf)
     return connection.placement
-
-
-# What requests takes from the environment besides proxies.
-_CA_BUNDLE_VARIABLES = ('REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE')
-
-
-def environment_settings():
-    """The HTTP settings of the environment requests would use: proxies
-    (``*_proxy``, ``no_proxy``) and CA bundles, by name."""
-    found = [name + '_proxy' for name in urllib_request.getproxies()]
-    return found + [name for name in _CA_BUNDLE_VARIABLES
-                    if os.environ.get(name)]
-
-
-def settle_environment(session):
-    """Read what requests takes from the environment once, for the
-    keystoneauth ``session``, rather than have requests look on every
-    request (a tenth of the conductor's CPU spent in its Placement
-    client in a storm): a CA bundle (``REQUESTS_CA_BUNDLE``, else
-    ``CURL_CA_BUNDLE``) becomes the session's ``verify`` where the
-    configuration asks for the default (no ``cafile``, not
-    ``insecure``), as requests would apply it. Proxies depend on each
-    URL (``no_proxy``): where any is set, requests keeps reading the
-    environment. ``~/.netrc``, which requests would also read, is not
-    used either way for a session with a token."""
-    if urllib_request.getproxies():
-        return
-    if session.verify is True:
-        bundle = next((os.environ[name] for name in _CA_BUNDLE_VARIABLES
-                       if os.environ.get(name)), None)
-        if bundle:
-            session.verify = bundle
-    session.session.trust_env = False
 
 
 def _check(response, method, url):

@@ -2,7 +2,10 @@
 (cyborg.common.clients.nova)."""
 
 import json
+import os
+import types
 
+import fixtures
 import requests
 
 from cyborg.common.clients import nova
@@ -56,3 +59,37 @@ class DeliveredTest(base.TestCase):
               'status': 'completed'},
              {'name': nova.EVENT, 'server_uuid': 'i-1', 'tag': 'b',
               'status': 'failed'}], EVENTS[:2])
+
+
+class EnvironmentTest(base.TestCase):
+    """The Nova client reads the environment's HTTP settings once, as the
+    Placement client does (cyborg.common.clients.environment)."""
+
+    def setUp(self):
+        super().setUp()
+        for name in list(os.environ):
+            if name.lower().endswith('_proxy') or name in (
+                    'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'):
+                self.useFixture(fixtures.EnvironmentVariable(name))
+        self.flags(auth_type='none', group='nova')
+        # The session connect() builds; openstacksdk's proxy would look
+        # for a Nova endpoint, which does not matter here.
+        self.useFixture(fixtures.MockPatch(
+            'openstack.connection.Connection',
+            lambda session, oslo_conf: types.SimpleNamespace(
+                compute=types.SimpleNamespace(session=session))))
+
+    def test_a_ca_bundle_becomes_the_sessions_verify(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'REQUESTS_CA_BUNDLE', '/etc/ssl/certs/ca-certificates.crt'))
+        session = nova.connect(self.conf).session
+        self.assertEqual('/etc/ssl/certs/ca-certificates.crt',
+                         session.verify)
+        self.assertFalse(session.session.trust_env)
+
+    def test_a_proxy_keeps_requests_reading_the_environment(self):
+        self.useFixture(fixtures.EnvironmentVariable(
+            'https_proxy', 'http://127.0.0.1:3128'))
+        session = nova.connect(self.conf).session
+        self.assertTrue(session.session.trust_env)
+        self.assertIs(True, session.verify)

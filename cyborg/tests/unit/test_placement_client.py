@@ -12,6 +12,7 @@ import fixtures
 from keystoneauth1 import loading as ks_loading
 import requests
 
+from cyborg.common.clients import environment
 from cyborg.common.clients import placement
 from cyborg.tests import base
 
@@ -113,7 +114,7 @@ class EnvironmentTest(_ServerTest):
 
     def test_without_settings_the_environment_is_not_read(self):
         client = placement.connect(self.conf)
-        self.assertEqual([], placement.environment_settings())
+        self.assertEqual([], environment.settings())
         self.assertFalse(client.session.session.trust_env)
         with mock.patch('requests.utils.get_environ_proxies') as looked:
             self._round(client)
@@ -126,7 +127,7 @@ class EnvironmentTest(_ServerTest):
                    group='placement')
         self.useFixture(fixtures.EnvironmentVariable(
             'http_proxy', 'http://127.0.0.1:%d' % self.server.server_port))
-        self.assertEqual(['http_proxy'], placement.environment_settings())
+        self.assertEqual(['http_proxy'], environment.settings())
         client = placement.connect(self.conf)
         self.assertTrue(client.session.session.trust_env)
         client.get('/', microversion='1.0')
@@ -138,7 +139,7 @@ class EnvironmentTest(_ServerTest):
         self.useFixture(fixtures.EnvironmentVariable(
             'REQUESTS_CA_BUNDLE', '/etc/ssl/certs/ca-certificates.crt'))
         self.assertEqual(['REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'],
-                         placement.environment_settings())
+                         environment.settings())
         client = placement.connect(self.conf)
         # What requests would have applied on each request: the first
         # of the two variables, in its order.
