@@ -26,8 +26,9 @@ def settle(session):
     configuration asks for the default (no ``cafile``, not
     ``insecure``), as requests would apply it. Proxies depend on each
     URL (``no_proxy``): where any is set, requests keeps reading the
-    environment. ``~/.netrc``, which requests would also read, is not
-    used either way for a session with a token."""
+    environment. Nor is ``~/.netrc`` read then, whose credentials
+    requests would add to every request: cyborg's sessions authenticate
+    with keystone tokens."""
     if urllib_request.getproxies():
         return
     if session.verify is True:
