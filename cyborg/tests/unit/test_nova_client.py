@@ -71,7 +71,11 @@ class EnvironmentTest(base.TestCase):
             if name.lower().endswith('_proxy') or name in (
                     'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'):
                 self.useFixture(fixtures.EnvironmentVariable(name))
-        self.flags(auth_type='none', group='nova')
+        # No auth plugin: loading one registers its options on the
+        # process's configuration, where later tests register their own.
+        self.useFixture(fixtures.MockPatch(
+            'keystoneauth1.loading.load_auth_from_conf_options',
+            return_value=None))
         # The session connect() builds; openstacksdk's proxy would look
         # for a Nova endpoint, which does not matter here.
         self.useFixture(fixtures.MockPatch(
