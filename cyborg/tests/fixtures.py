@@ -1,6 +1,7 @@
 """Fixtures for tests against real servers: a database of its own on
 SQLite, MariaDB or PostgreSQL, and messaging on RabbitMQ or in-process."""
 
+import os
 import sys
 import uuid
 
@@ -166,3 +167,15 @@ class Messaging(fixtures.Fixture):
         self.conf.set_override('rpc_topic_prefix', namespace)
         rpc.init(self.conf)
         self.addCleanup(rpc.cleanup)
+
+
+class NoHTTPEnvironment(fixtures.Fixture):
+    """No proxy (``*_proxy``) and no CA bundle (``REQUESTS_CA_BUNDLE``,
+    ``CURL_CA_BUNDLE``) in the environment during the test; it sets
+    those it needs."""
+
+    def _setUp(self):
+        for name in list(os.environ):
+            if name.lower().endswith('_proxy') or name in (
+                    'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'):
+                self.useFixture(fixtures.EnvironmentVariable(name))

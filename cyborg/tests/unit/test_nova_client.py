@@ -2,7 +2,6 @@
 (cyborg.common.clients.nova)."""
 
 import json
-import os
 import types
 
 import fixtures
@@ -10,6 +9,7 @@ import requests
 
 from cyborg.common.clients import nova
 from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
 
 EVENTS = (nova.events('i-1', {'a': 'completed', 'b': 'failed'})
           + nova.events('i-2', {'c': 'completed'}))
@@ -67,10 +67,7 @@ class EnvironmentTest(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        for name in list(os.environ):
-            if name.lower().endswith('_proxy') or name in (
-                    'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'):
-                self.useFixture(fixtures.EnvironmentVariable(name))
+        self.useFixture(cyborg_fixtures.NoHTTPEnvironment())
         # No auth plugin: loading one registers its options on the
         # process's configuration, where later tests register their own.
         self.useFixture(fixtures.MockPatch(

@@ -4,7 +4,6 @@ syncs (cyborg.common.clients.placement.connect)."""
 import concurrent.futures
 import http.server
 import json
-import os
 import threading
 from unittest import mock
 
@@ -15,6 +14,7 @@ import requests
 from cyborg.common.clients import environment
 from cyborg.common.clients import placement
 from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
 
 # More requests in flight at once than requests' default pool (10) keeps.
 IN_FLIGHT = 24
@@ -102,15 +102,13 @@ class ConnectionPoolTest(_ServerTest):
 
 class EnvironmentTest(_ServerTest):
     """requests reads proxies and CA bundles from the environment on
-    every request unless told not to: the client tells it not to only
-    where the environment sets none, so a proxy still applies."""
+    every request unless told not to: the client reads a CA bundle once
+    and tells it not to, except where a proxy is set, which still
+    applies."""
 
     def setUp(self):
         super().setUp()
-        for name in list(os.environ):
-            if name.lower().endswith('_proxy') or name in (
-                    'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE'):
-                self.useFixture(fixtures.EnvironmentVariable(name))
+        self.useFixture(cyborg_fixtures.NoHTTPEnvironment())
 
     def test_without_settings_the_environment_is_not_read(self):
         client = placement.connect(self.conf)
