@@ -12,6 +12,21 @@ from cyborg import objects
 CONF = cyborg_conf.CONF
 
 
+def comparable(obj):
+    """``obj.obj_to_primitive()`` with its lists of changed fields sorted:
+    they come from sets, whose order depends on the hash seed and on the
+    order the fields were set in, so two equal objects may differ there
+    (and ``==`` between versioned objects compares those lists)."""
+    def clean(value):
+        if isinstance(value, dict):
+            return {key: sorted(item) if key.endswith('.changes')
+                    else clean(item) for key, item in value.items()}
+        if isinstance(value, list):
+            return [clean(item) for item in value]
+        return value
+    return clean(obj.obj_to_primitive())
+
+
 class ConfFixture(fixtures.Fixture):
     """cyborg's CONF, parsed with no files, reset after the test."""
 

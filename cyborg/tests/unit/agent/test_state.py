@@ -8,21 +8,9 @@ import fixtures
 
 from cyborg.agent import reporter as agent_reporter
 from cyborg.agent import state as agent_state
+from cyborg.tests import base as tests_base
 from cyborg.tests.unit.agent import base
 
-
-def _primitive(obj):
-    """``obj.obj_to_primitive()`` with its lists of changed fields sorted:
-    they come from sets, whose order depends on the hash seed and on the
-    order the fields were set in."""
-    def clean(value):
-        if isinstance(value, dict):
-            return {key: sorted(item) if key.endswith('.changes')
-                    else clean(item) for key, item in value.items()}
-        if isinstance(value, list):
-            return [clean(item) for item in value]
-        return value
-    return clean(obj.obj_to_primitive())
 
 class StateFileFormatTest(base.AgentTestCase):
 
@@ -44,8 +32,8 @@ class StateFileFormatTest(base.AgentTestCase):
         self.assertEqual(self.state.report_hash,
                          agent_reporter.report_hash(list(loaded.devices)))
         self.assertEqual(
-            [_primitive(d) for d in self.devices],
-            [_primitive(d) for d in loaded.devices])
+            [tests_base.comparable(d) for d in self.devices],
+            [tests_base.comparable(d) for d in loaded.devices])
 
     def test_unconfirmed_report_is_not_trusted(self):
         state = agent_state.AgentState(
