@@ -38,6 +38,11 @@ from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.objects import driver_device as dd
 from cyborg.objects import host as host_obj
+# The /proc readers, for the benchmarks that reach them through here.
+from proclib import process_tree  # noqa: F401
+from proclib import tree_cpu_seconds  # noqa: F401
+from proclib import tree_memory  # noqa: F401
+from proclib import tree_threads  # noqa: F401
 
 CONF = cyborg_conf.CONF
 DEVICES_PER_HOST = 8
@@ -70,84 +75,6 @@ def fake_devices(hostname, count, functions=1):
                                                       sort_keys=True)),
             deployable_list=[deployable], stub=False))
     return devices
-
-
-def _stat(pid):
-    """(parent pid, utime + stime in seconds) of ``pid``, from /proc."""
-    with open('/proc/%s/stat' % pid) as f:
-        fields = f.read().rsplit(')', 1)[1].split()
-    ticks = int(fields[11]) + int(fields[12])
-    return int(fields[1]), ticks / os.sysconf('SC_CLK_TCK')
-
-
-def _all_stats():
-    stats = {}
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                stats[int(entry)] = _stat(entry)
-            except (OSError, ValueError, IndexError):
-                pass  # gone meanwhile
-    return stats
-
-
-def process_tree(pid, stats=None):
-    """``pid`` and its descendants (an oslo.service daemon is a parent
-    and its workers)."""
-    stats = _all_stats() if stats is None else stats
-    children = {}
-    for child, (parent, _cpu) in stats.items():
-        children.setdefault(parent, []).append(child)
-    found, todo = [], [pid]
-    while todo:
-        current = todo.pop()
-        if current in stats:
-            found.append(current)
-        todo.extend(children.get(current, []))
-    return found
-
-
-def tree_cpu_seconds(pid):
-    """CPU time (user + system) of process ``pid`` and its descendants."""
-    stats = _all_stats()
-    return sum(stats[p][1] for p in process_tree(pid, stats))
-
-
-def tree_threads(pid):
-    """How many threads process ``pid`` and its descendants run."""
-    count = 0
-    for one in process_tree(pid):
-        try:
-            count += len(os.listdir('/proc/%s/task' % one))
-        except FileNotFoundError:
-            pass
-    return count
-
-
-def _rollup(pid):
-    """{field: kB} of /proc/<pid>/smaps_rollup (Rss, Pss, ...)."""
-    values = {}
-    with open('/proc/%s/smaps_rollup' % pid) as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 3 and parts[2] == 'kB':
-                values[parts[0].rstrip(':')] = int(parts[1])
-    return values
-
-
-def tree_memory(pid):
-    """(RSS, PSS) in MiB of process ``pid`` and its descendants. RSS
-    counts a page shared by two processes of the tree twice, PSS
-    splits it between them."""
-    rss = pss = 0
-    for process in process_tree(pid):
-        try:
-            values = _rollup(process)
-        except OSError:
-            continue  # gone meanwhile
-        rss += values.get('Rss', 0)
-        pss += values.get('Pss', 0)
-    return rss / 1024, pss / 1024
 
 
 class FakeNova:

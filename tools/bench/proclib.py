@@ -1,0 +1,115 @@
+"""What the benchmarks read from ``/proc``: the CPU time, threads and
+memory of a process and its descendants (a daemon is often a parent and
+its workers), processes by name, and the machine's busy time. It imports
+nothing of cyborg, so that ``upstream_storm``, which runs with upstream's
+``cyborg`` package, uses it too."""
+
+import os
+
+
+def _stat(pid):
+    """(parent pid, utime + stime in seconds) of ``pid``, from /proc."""
+    with open('/proc/%s/stat' % pid) as f:
+        fields = f.read().rsplit(')', 1)[1].split()
+    ticks = int(fields[11]) + int(fields[12])
+    return int(fields[1]), ticks / os.sysconf('SC_CLK_TCK')
+
+
+def _all_stats():
+    stats = {}
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                stats[int(entry)] = _stat(entry)
+            except (OSError, ValueError, IndexError):
+                pass  # gone meanwhile
+    return stats
+
+
+def process_tree(pid, stats=None):
+    """``pid`` and its descendants (an oslo.service daemon is a parent
+    and its workers)."""
+    stats = _all_stats() if stats is None else stats
+    children = {}
+    for child, (parent, _cpu) in stats.items():
+        children.setdefault(parent, []).append(child)
+    found, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        if current in stats:
+            found.append(current)
+        todo.extend(children.get(current, []))
+    return found
+
+
+def tree_cpu_seconds(pid):
+    """CPU time (user + system) of process ``pid`` and its descendants."""
+    stats = _all_stats()
+    return sum(stats[p][1] for p in process_tree(pid, stats))
+
+
+def tree_threads(pid):
+    """How many threads process ``pid`` and its descendants run."""
+    count = 0
+    for one in process_tree(pid):
+        try:
+            count += len(os.listdir('/proc/%s/task' % one))
+        except FileNotFoundError:
+            pass
+    return count
+
+
+def _rollup(pid):
+    """{field: kB} of /proc/<pid>/smaps_rollup (Rss, Pss, ...)."""
+    values = {}
+    with open('/proc/%s/smaps_rollup' % pid) as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 3 and parts[2] == 'kB':
+                values[parts[0].rstrip(':')] = int(parts[1])
+    return values
+
+
+def tree_memory(pid):
+    """(RSS, PSS) in MiB of process ``pid`` and its descendants. RSS
+    counts a page shared by two processes of the tree twice, PSS
+    splits it between them."""
+    rss = pss = 0
+    for process in process_tree(pid):
+        try:
+            values = _rollup(process)
+        except OSError:
+            continue  # gone meanwhile
+        rss += values.get('Rss', 0)
+        pss += values.get('Pss', 0)
+    return rss / 1024, pss / 1024
+
+
+def pids_named(*names):
+    """Pids of the running processes whose command is one of ``names``
+    (a database server, a broker)."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/%s/comm' % entry) as f:
+                    if f.read().strip() in names:
+                        pids.append(int(entry))
+            except OSError:
+                pass  # gone meanwhile
+    return pids
+
+
+def trees_cpu_seconds(pids):
+    """``tree_cpu_seconds`` of several processes, summed."""
+    stats = _all_stats()
+    return sum(stats[p][1] for pid in pids for p in process_tree(pid, stats))
+
+
+def machine_busy_seconds():
+    """CPU seconds the whole machine spent busy (all cores), from
+    /proc/stat."""
+    with open('/proc/stat') as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
