@@ -25,6 +25,7 @@ import os_resource_classes
 import os_traits
 
 from cyborg.common.clients import placement
+from cyborg.common import coalesce
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.db import hosts as db_hosts
@@ -33,6 +34,15 @@ LOG = logging.getLogger(__name__)
 
 OWNER_TRAIT = os_traits.OWNER_CYBORG
 RESHAPE_GENERATION_STEP = 2
+
+#: Syncs whose inventories are set in one ``POST /reshaper`` at most.
+#: Placement's cost of one is about 22 ms plus 3.5 ms per provider, so
+#: several hosts' syncs that reach this step together share one.
+MAX_RESHAPE_BATCH = 16
+
+#: The outcome of a sync's inventories whose shared request failed: the
+#: sync sets them in a request of its own.
+_ALONE = object()
 
 # ``reserved``: the units nothing new may be scheduled on: the whole
 # inventory while the device is disabled (status ``maintaining``) or its
@@ -147,6 +157,10 @@ class PlacementSync:
         self._traits = set()
         # Whether Placement has POST /reshaper (microversion 1.30).
         self._reshaper = True
+        # The inventories of syncs that reach them together are set
+        # together.
+        self._reshapes = coalesce.Coalescer(self._reshape_batch,
+                                            MAX_RESHAPE_BATCH)
 
     @property
     def client(self):
@@ -212,10 +226,11 @@ class PlacementSync:
             'total': p.total, 'max_unit': p.total,
             'reserved': reserved_units(p)}} for p in providers}
         if len(wanted) > 1 and self._reshaper:
+            request = {uuid: (generations[uuid], inventories)
+                       for uuid, inventories in wanted.items()}
             try:
-                placement.set_many_inventories(self.client, {
-                    uuid: (generations[uuid], inventories)
-                    for uuid, inventories in wanted.items()})
+                if self._reshapes.submit(request) is _ALONE:
+                    placement.set_many_inventories(self.client, request)
             except exception.PlacementError as e:
                 if e.kwargs.get('status') in (403, 404, 406):
                     # A Placement older than microversion 1.30, or
@@ -240,6 +255,36 @@ class PlacementSync:
                 uuid, generations[uuid],
                 lambda g, u=uuid, i=inventories: placement.set_inventories(
                     self.client, u, g, i))
+
+    def _reshape_batch(self, requests):
+        """The inventories of several syncs (``{uuid: (generation,
+        inventories)}`` each) in one ``POST /reshaper``; the outcome of
+        each is None when set, else ``_ALONE``: the request is all or
+        nothing, so when it fails each sync sets its own and fails, if
+        it does, on its own account. A lone sync's request is its own,
+        and so is its error."""
+        if len(requests) == 1:
+            try:
+                placement.set_many_inventories(self.client, requests[0])
+            except Exception as e:
+                return [e]
+            return [None]
+        outcomes, together = [], {}
+        for request in requests:
+            if together.keys() & request.keys():
+                # The same provider in two syncs at once: the later one
+                # goes on its own, after this request.
+                outcomes.append(_ALONE)
+                continue
+            together.update(request)
+            outcomes.append(None)
+        try:
+            placement.set_many_inventories(self.client, together)
+        except Exception as e:
+            LOG.debug('The inventories of %d syncs in one request failed '
+                      '(%s); each sync sets its own', outcomes.count(None), e)
+            return [_ALONE] * len(requests)
+        return outcomes
 
     def _ensure_names(self, provider):
         rc = provider.resource_class
