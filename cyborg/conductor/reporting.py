@@ -87,8 +87,9 @@ def reconcile(context, hostname, devices, report_hash, new_status='enabled',
               report_seq=None, hardware=None):
     """Apply a report in one transaction (new devices get
     ``new_status``). Returns the Pending Placement sync, or Done."""
-    return _reconcile(context, hostname, devices, report_hash, report_seq,
-                      hardware, new_status)
+    return _with_providers(context, [hostname], [_reconcile(
+        context, hostname, devices, report_hash, report_seq, hardware,
+        new_status)])[0]
 
 
 @db_api.retry_on_deadlock
@@ -104,14 +105,27 @@ def reconcile_many(context, reports, new_status='enabled'):
     for index in order:
         pending[index] = _reconcile(context, *reports[index],
                                     new_status=new_status)
-    return pending
+    return _with_providers(context, [r[0] for r in reports], pending)
+
+
+def _with_providers(context, hostnames, outcomes):
+    """``outcomes`` (of the reports of ``hostnames``), each Pending sync
+    with its host's providers, read once for all of them."""
+    providers = db_devices.get_providers_of(context, [
+        hostname for hostname, outcome in zip(hostnames, outcomes,
+                                              strict=True)
+        if isinstance(outcome, Pending)])
+    return [outcome._replace(providers=placement_sync.wanted_providers(
+        providers[hostname])) if isinstance(outcome, Pending) else outcome
+        for hostname, outcome in zip(hostnames, outcomes, strict=True)]
 
 
 def _reconcile(context, hostname, devices, report_hash, report_seq,
                hardware=None, new_status='enabled'):
     """Under the host's row lock: refuse a report older than one applied,
     settle one the rows show already, or apply it. The hash and sequence
-    are written with the rows they describe."""
+    are written with the rows they describe. A Pending sync's providers
+    are left for the caller to read (``_with_providers``)."""
     host = db_hosts.lock_host(context, hostname)
     state = db_hosts.report_state(host)
     if state.is_stale(report_seq):
@@ -148,13 +162,11 @@ def _reconcile(context, hostname, devices, report_hash, report_seq,
 
 
 def _pending(context, host, events, kept, fresh):
-    providers = placement_sync.wanted_providers(
-        db_devices.get_providers(context, host.hostname))
     # The names to find its compute node under, from the row at hand.
     compute_nodes = placement_sync.compute_node_names(
         context, host.hostname, host.resource_provider_name or '')
-    return Pending(host.id, host.report_generation, providers, events,
-                   kept, compute_nodes, fresh)
+    return Pending(host.id, host.report_generation, None, events, kept,
+                   compute_nodes, fresh)
 
 
 def notify_device_events(context, events):

@@ -176,12 +176,14 @@ _DEV = models.Device.__table__
 _ACC = models.Accelerator.__table__
 _ATTR = models.Attribute.__table__
 _HOST_PROVIDERS = sa.select(
-    _DEP.c.id, _DEP.c.name, _DEP.c.num_accelerators, _DEV.c.status,
+    _DEV.c.hostname, _DEP.c.id, _DEP.c.name, _DEP.c.num_accelerators,
+    _DEV.c.status,
     sa.select(sa.func.count()).where(
         _ACC.c.deployable_id == _DEP.c.id, _ACC.c.state == ATTACHED)
     .scalar_subquery().label('attached')).select_from(
         _DEP.join(_DEV, _DEV.c.id == _DEP.c.device_id)).where(
-    _DEV.c.hostname == sa.bindparam('hostname')).order_by(_DEP.c.name)
+    _DEV.c.hostname.in_(sa.bindparam('hostnames', expanding=True))
+).order_by(_DEV.c.hostname, _DEP.c.name)
 _ATTRIBUTES_OF = sa.select(
     _ATTR.c.deployable_id, _ATTR.c.key, _ATTR.c.value).where(
     _ATTR.c.deployable_id.in_(sa.bindparam('ids', expanding=True))
@@ -192,22 +194,46 @@ def get_providers(context, hostname):
     """(deployable row, {key: value}, reserved units) for every
     deployable of the host: all its units when its device is disabled,
     else one per v1 accelerator attached to it, so Placement offers
-    those to no one else. The rows are plain (id, name,
+    those to no one else. The rows are plain (hostname, id, name,
     num_accelerators, ...), in name order."""
+    return get_providers_of(context, [hostname])[hostname]
+
+
+_IDS_PER_STATEMENT = 900
+
+
+def get_providers_of(context, hostnames):
+    """``{hostname: get_providers(hostname)}`` of several hosts, read in
+    two statements whatever their number."""
+    providers = {hostname: [] for hostname in hostnames}
+    if not providers:
+        return providers
     # Core does not flush the ORM's pending changes as a query would.
     context.session.flush()
     connection = context.session.connection()
     found = connection.execute(_HOST_PROVIDERS,
-                               {'hostname': hostname}).all()
+                               {'hostnames': list(hostnames)}).all()
     attributes = collections.defaultdict(dict)
-    if found:
-        for row in connection.execute(_ATTRIBUTES_OF,
-                                      {'ids': [r.id for r in found]}):
+    ids = [r.id for r in found]
+    # In slices: an SQLite older than 3.32 takes 999 parameters at most.
+    for start in range(0, len(ids), _IDS_PER_STATEMENT):
+        for row in connection.execute(_ATTRIBUTES_OF, {
+                'ids': ids[start:start + _IDS_PER_STATEMENT]}):
             attributes[row.deployable_id][row.key] = row.value
-    return [(row, attributes[row.id],
-             row.num_accelerators if row.status == DISABLED
-             else min(row.attached, row.num_accelerators))
-            for row in found]
+    # MySQL compares hostnames without case (nor trailing spaces): a
+    # row is the host's asked for under another case, and every row is
+    # the host's when one was asked for.
+    asked = {hostname.casefold(): hostname for hostname in providers}
+    only = next(iter(providers)) if len(providers) == 1 else None
+    for row in found:
+        hostname = row.hostname
+        if hostname not in providers:
+            hostname = asked.get(hostname.casefold(), only)
+        providers[hostname].append((
+            row, attributes[row.id],
+            row.num_accelerators if row.status == DISABLED
+            else min(row.attached, row.num_accelerators)))
+    return providers
 
 
 @db_api.reader

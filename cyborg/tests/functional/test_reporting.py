@@ -19,6 +19,7 @@ from cyborg.conductor import placement_sync
 from cyborg.conductor import reconciler
 from cyborg.conductor import reporting
 from cyborg.db import api as db_api
+from cyborg.db import devices as db_devices
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 from cyborg.db import hardware as db_hardware
@@ -582,6 +583,9 @@ class _ReportingTests:
         conductor = reporting.Reporting(self.conf)
         together = self.useFixture(fixtures.MockPatchObject(
             reporting, 'reconcile_many', wraps=reporting.reconcile_many))
+        read = self.useFixture(fixtures.MockPatchObject(
+            db_devices, 'get_providers_of',
+            wraps=db_devices.get_providers_of))
         reports = [(self.hostname, [get_test_device(self.hostname)])] + [
             (h, [get_test_device(h, num=2 + i)]) for i, h in
             enumerate(hosts)] + [('nobody', [])]
@@ -597,6 +601,9 @@ class _ReportingTests:
         [call] = together.mock.call_args_list
         self.assertEqual(sorted(hosts),
                          sorted(hostname for hostname, *_rest in call[0][1]))
+        # The batch's providers were read once for its four hosts.
+        self.assertEqual([[self.hostname], sorted(hosts)], [
+            sorted(c[0][1]) for c in read.mock.call_args_list])
         for index, hostname in enumerate(hosts):
             self.assertEqual(
                 {'parent': self.roots[hostname],

@@ -57,12 +57,12 @@ class _RowsTests:
             cyborg_fixtures.Database(self, self.backend))
         self.ctx = cyborg_context.get_admin_context()
 
-    def statements(self):
-        """The INSERT statements run from now on."""
+    def statements(self, verb='INSERT'):
+        """The statements of ``verb`` run from now on."""
         run = []
 
         def record(_conn, _cursor, statement, *_args):
-            if statement.lstrip().upper().startswith('INSERT'):
+            if statement.lstrip().upper().startswith(verb):
                 run.append(statement)
         sa.event.listen(self.database.engine, 'before_cursor_execute',
                         record)
@@ -173,6 +173,47 @@ class _RowsTests:
             self.assertEqual(['dep-a', 'dep-c'], [
                 row.name for row, _attrs, _reserved
                 in db_devices.get_providers(self.ctx, HOST)])
+
+    def test_providers_of_several_hosts_in_two_statements(self):
+        # Three hosts, one without devices; enough deployables on one
+        # that their attributes are read in two slices.
+        with db_api.writer.using(self.ctx):
+            for host, count in (('cmp-a', 3), ('cmp-b', 1000)):
+                [cpid] = db_devices.add_devices(
+                    self.ctx, host, 'enabled',
+                    [(DEVICE, 'PCI', '0000:01:00.0')])
+                ids = db_devices.add_deployables(self.ctx, [{
+                    'name': '%s-dep-%04d' % (host, i), 'num_accelerators': 2,
+                    'device_id': cpid.device_id, 'driver_name': None,
+                    'rp_uuid': None} for i in range(count)])
+                db_rows.insert(self.ctx, models.Attribute, [
+                    {'deployable_id': i, 'key': 'rc', 'value': host}
+                    for i in ids])
+        run = self.statements('SELECT')
+        with db_api.reader.using(self.ctx):
+            found = db_devices.get_providers_of(
+                self.ctx, ['cmp-a', 'cmp-b', 'cmp-none'])
+            # (one for the deployables, two for 1,003 attributes)
+            self.assertEqual(3, len(run), run)
+            self.assertEqual(found['cmp-a'], db_devices.get_providers(
+                self.ctx, 'cmp-a'))
+        self.assertEqual([], found['cmp-none'])
+        self.assertEqual(['cmp-a-dep-0000', 'cmp-a-dep-0001',
+                          'cmp-a-dep-0002'],
+                         [row.name for row, _a, _r in found['cmp-a']])
+        self.assertEqual(1000, len(found['cmp-b']))
+        self.assertEqual({('cmp-b', 0)}, {
+            (attributes['rc'], reserved)
+            for _row, attributes, reserved in found['cmp-b']})
+        if self.backend == 'mysql':
+            # MySQL compares names without case: rows of the host asked
+            # for under another case are its.
+            with db_api.reader.using(self.ctx):
+                self.assertEqual(3, len(db_devices.get_providers_of(
+                    self.ctx, ['CMP-A'])['CMP-A']))
+                # Nor trailing spaces: one host asked for has every row.
+                self.assertEqual(3, len(db_devices.get_providers(
+                    self.ctx, 'cmp-a ')))
 
 
 class RowsSQLiteTest(_RowsTests, base.TestCase):
