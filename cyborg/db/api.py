@@ -167,8 +167,50 @@ SQLITE_BUSY_TIMEOUT_MS = 30000
 
 
 def _is_mysql(dbapi_connection):
-    return type(dbapi_connection).__module__.split('.')[0] in (
-        'pymysql', 'MySQLdb')
+    return any(type_.__module__.split('.')[0] in ('pymysql', 'MySQLdb')
+               for type_ in type(dbapi_connection).__mro__)
+
+
+# The TLS context of PyMySQL's "preferred" mode, built once per process.
+_PREFERRED_TLS = []
+_PREFERRED_TLS_LOCK = threading.Lock()
+
+
+def _pymysql_connection_type():
+    """PyMySQL's connection, but for its TLS context when ``[database]
+    connection`` sets no ``ssl`` options: PyMySQL then uses TLS if the
+    server offers it, checking no certificate ("preferred" mode), and
+    builds a new default context for every connection, which loads the
+    system's CA certificates (about 20 ms of CPU) that this mode never
+    uses. That context, the same for every connection, is built once.
+    Connections with ``ssl`` options build theirs as PyMySQL does."""
+    try:
+        from pymysql import connections
+    except ImportError:
+        return None
+
+    class Connection(connections.Connection):
+
+        def _create_ssl_ctx(self, sslp):
+            if sslp:
+                return super()._create_ssl_ctx(sslp)
+            with _PREFERRED_TLS_LOCK:
+                if not _PREFERRED_TLS:
+                    _PREFERRED_TLS.append(super()._create_ssl_ctx(sslp))
+                return _PREFERRED_TLS[0]
+    return Connection
+
+
+_PYMYSQL_CONNECTION = _pymysql_connection_type()
+
+
+@sa.event.listens_for(sa.engine.Engine, 'do_connect')
+def _pymysql_connect(dialect, _record, cargs, cparams):
+    """A PyMySQL connection of ``_pymysql_connection_type``; other
+    drivers connect as they do."""
+    if dialect.driver == 'pymysql' and _PYMYSQL_CONNECTION is not None:
+        return _PYMYSQL_CONNECTION(*cargs, **cparams)
+    return None
 
 
 @sa.event.listens_for(sa.engine.Engine, 'connect')
