@@ -6,6 +6,15 @@ app (the all-in-one reuses it for its composite app); ``APIService`` is
 the oslo.service service that ``cyborg-api`` launches in each worker
 process. With several workers each one binds its own listening socket
 with SO_REUSEPORT and the kernel spreads connections between them.
+
+A version document (the root of an API: what a client reads once to
+discover versions) is answered with ``Connection: close``. Nova's
+services read Placement's and cyborg's in their parent process, then
+fork their workers, which inherit that kept-alive connection; two
+workers using one socket at once read each other's responses (seen as
+``BadStatusLine`` holding a whole response body, then a failed
+scheduling). Closed, the connection cannot be inherited, and each worker
+opens its own.
 """
 
 import logging as std_logging
@@ -26,6 +35,9 @@ CONF = cyborg_conf.CONF
 
 MAX_DEFAULT_WORKERS = 4
 LISTEN_BACKLOG = 128
+# The roots of cyborg's API and of the all-in-one's embedded Placement.
+VERSION_DOCUMENTS = frozenset(('', '/', '/v2', '/v2/', '/placement',
+                               '/placement/'))
 
 
 def default_workers():
@@ -59,6 +71,7 @@ class WSGIServer:
                              request_queue_size=LISTEN_BACKLOG,
                              reuse_port=self.reuse_port)
         server.error_log = _log_cheroot_error
+        server.gateway = _Gateway
         server.prepare()
         self._server = server
         self.port = server.bind_addr[1]
@@ -76,6 +89,35 @@ class WSGIServer:
     def wait(self):
         if self._thread is not None:
             self._thread.join()
+
+
+def is_version_document(environ):
+    """Whether the request asks for an API's version document."""
+    return (environ.get('REQUEST_METHOD') in ('GET', 'HEAD')
+            and environ.get('PATH_INFO', '') in VERSION_DOCUMENTS)
+
+
+class _Gateway(wsgi.Gateway_10):
+    """cheroot's WSGI 1.0 gateway, closing the connection after a version
+    document (see the module's docstring; ``Connection`` is hop-by-hop,
+    which a WSGI app may not set, so the server decides it), and sending
+    no body in answer to HEAD whatever the app returns: cheroot sends it,
+    and a client, which reads none, would take it for the start of the
+    next response on the connection."""
+
+    def respond(self):
+        if is_version_document(self.env):
+            self.req.close_connection = True
+        super().respond()
+
+    def write(self, chunk):
+        if self.env.get('REQUEST_METHOD') == 'HEAD':
+            if not self.started_response:
+                raise RuntimeError('WSGI write called before '
+                                   'start_response.')
+            self.req.ensure_headers_sent()
+            return
+        super().write(chunk)
 
 
 def _log_cheroot_error(msg='', level=std_logging.INFO, traceback=False):

@@ -10,6 +10,7 @@ import time
 
 import fixtures
 import requests
+from oslo_serialization import jsonutils
 
 from cyborg.api import app as api_app
 from cyborg.api import server
@@ -83,6 +84,139 @@ class WSGIServerTest(base.TestCase):
 
     def test_default_workers(self):
         self.assertTrue(1 <= server.default_workers() <= 4)
+
+
+# A client like Nova's services: it reads a version document in the parent
+# process, forks two workers, and each worker then sends requests on the
+# session it inherited, both starting at once. Each request carries its
+# own id, which the answer must echo. Exits 0 if every answer was its own.
+FORKING_CLIENT = """
+import os, sys
+import requests
+url, path = sys.argv[1], sys.argv[2]
+session = requests.Session()
+session.get(url + path, timeout=5).raise_for_status()
+start, go = os.pipe()
+workers = []
+for worker in range(4):
+    pid = os.fork()
+    if pid == 0:
+        os.close(go)
+        os.read(start, 1)
+        try:
+            for n in range(50):
+                tag = '%d-%d' % (worker, n)
+                answer = session.get(url + '/echo', params={'tag': tag},
+                                     timeout=5).json()
+                if answer['tag'] != tag:
+                    print('worker %d got %s for %s' % (worker, answer['tag'],
+                                                      tag), flush=True)
+                    os._exit(1)
+        except Exception as exc:
+            print('worker %d: %r' % (worker, exc), flush=True)
+            os._exit(1)
+        os._exit(0)
+    workers.append(pid)
+os.close(start)
+os.close(go)
+sys.exit(max(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+             for pid in workers))
+"""
+
+
+def echo_app(environ, start_response):
+    """Answers every path with its query's ``tag`` and 16 KiB of padding
+    (a response larger than one read)."""
+    query = dict(part.split('=', 1)
+                 for part in environ.get('QUERY_STRING', '').split('&')
+                 if '=' in part)
+    body = jsonutils.dump_as_bytes({'tag': query.get('tag'),
+                                    'padding': 'x' * 16384})
+    start_response('200 OK', [('Content-Type', 'application/json'),
+                              ('Content-Length', str(len(body)))])
+    return [body]
+
+
+class VersionDocumentTest(base.TestCase):
+    """A version document closes its connection; other answers keep it."""
+
+    def setUp(self):
+        super().setUp()
+        self.server = server.WSGIServer(echo_app, '127.0.0.1', 0, 4)
+        self.server.start()
+        self.addCleanup(self.server.stop)
+        self.url = 'http://127.0.0.1:%d' % self.server.port
+
+    def _exchange(self, method, path):
+        """Sends one HTTP/1.1 request on a new socket; returns the
+        response's head and whether the server then closed the socket
+        (had it sent more than the response, that is not closed)."""
+        sock = socket.create_connection(('127.0.0.1', self.server.port),
+                                        timeout=5)
+        self.addCleanup(sock.close)
+        sock.sendall(('%s %s HTTP/1.1\r\nHost: test\r\n\r\n'
+                      % (method, path)).encode())
+        received = b''
+        while b'\r\n\r\n' not in received:
+            received += sock.recv(65536)
+        head, body = received.split(b'\r\n\r\n', 1)
+        length = 0 if method == 'HEAD' else int(
+            [line.split(b':')[1] for line in head.split(b'\r\n')
+             if line.lower().startswith(b'content-length:')][0])
+        while len(body) < length:
+            body += sock.recv(65536)
+        sock.settimeout(1)
+        try:
+            closed = sock.recv(1) == b''
+        except TimeoutError:
+            closed = False
+        return head.decode().lower(), closed
+
+    def test_roots_close_the_connection(self):
+        for method, path in [('GET', '/'), ('GET', '/v2'), ('GET', '/v2/'),
+                             ('HEAD', '/'), ('GET', '/placement'),
+                             ('GET', '/placement/')]:
+            head, closed = self._exchange(method, path)
+            self.assertIn('connection: close', head, (method, path))
+            self.assertTrue(closed, (method, path))
+
+    def test_other_answers_keep_the_connection(self):
+        for method, path in [('GET', '/v2/device_profiles'),
+                             ('GET', '/placement/resource_providers'),
+                             ('POST', '/v2')]:
+            head, closed = self._exchange(method, path)
+            self.assertNotIn('connection: close', head, (method, path))
+            self.assertFalse(closed, (method, path))
+
+    def test_head_gets_no_body(self):
+        """The app returns a body to HEAD as well: the server sends its
+        length but not the body, which the client would otherwise read as
+        the next response on the connection."""
+        session = requests.Session()
+        self.addCleanup(session.close)
+        head = session.head(self.url + '/v2/device_profiles', timeout=5)
+        self.assertEqual(200, head.status_code)
+        self.assertEqual('16412', head.headers['Content-Length'])
+        self.assertEqual(b'', head.content)
+        answer = session.get(self.url + '/v2/device_profiles',
+                             params={'tag': 'next'}, timeout=5)
+        self.assertEqual('next', answer.json()['tag'])
+
+    def _forking_client(self, path):
+        return subprocess.run(
+            [sys.executable, '-c', FORKING_CLIENT, self.url, path],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            timeout=120)
+
+    def test_workers_forked_after_discovery_get_their_own_answers(self):
+        result = self._forking_client('/placement')
+        self.assertEqual(0, result.returncode, result.stdout)
+
+    def test_the_client_breaks_on_an_inherited_connection(self):
+        """What the test above guards against: after a request the server
+        keeps alive, the forked workers share one socket and fail."""
+        result = self._forking_client('/placement/resource_providers')
+        self.assertNotEqual(0, result.returncode, result.stdout)
 
 
 class CyborgAPITest(base.TestCase):
