@@ -111,13 +111,9 @@ class _Gateway(wsgi.Gateway_10):
         super().respond()
 
     def write(self, chunk):
-        if self.env.get('REQUEST_METHOD') == 'HEAD':
-            if not self.started_response:
-                raise RuntimeError('WSGI write called before '
-                                   'start_response.')
-            self.req.ensure_headers_sent()
-            return
-        super().write(chunk)
+        # cheroot sends the headers on the first write, even of nothing.
+        super().write(b'' if self.env.get('REQUEST_METHOD') == 'HEAD'
+                      else chunk)
 
 
 def _log_cheroot_error(msg='', level=std_logging.INFO, traceback=False):

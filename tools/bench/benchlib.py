@@ -38,11 +38,6 @@ from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.objects import driver_device as dd
 from cyborg.objects import host as host_obj
-# The /proc readers, for the benchmarks that reach them through here.
-from proclib import process_tree  # noqa: F401
-from proclib import tree_cpu_seconds  # noqa: F401
-from proclib import tree_memory  # noqa: F401
-from proclib import tree_threads  # noqa: F401
 
 CONF = cyborg_conf.CONF
 DEVICES_PER_HOST = 8
