@@ -2,6 +2,7 @@
 
 From the outside in::
 
+    AccessLog         one INFO line per request ([api] access_log)
     HTTPProxyToWSGI   scheme, host and prefix from a proxy's headers
     RequestId         x-openstack-request-id on every response
     CORS              [cors] options
@@ -27,6 +28,7 @@ import pecan
 from cyborg.api.controllers import root
 from cyborg.api import hooks
 from cyborg.api import validation
+from cyborg.api.middleware import access_log
 from cyborg.api.middleware import auth
 from cyborg.api.middleware import body_size
 from cyborg.api.middleware import parsable_error
@@ -84,4 +86,5 @@ def setup_app(conf=CONF, conductor_api=None):
                        healthcheck.Healthcheck(None, conf))
     app = cors.CORS(app, conf)
     app = request_id.RequestId(app, conf)
-    return http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    return access_log.setup(app, conf)

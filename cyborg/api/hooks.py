@@ -16,6 +16,7 @@ from webob import acceptparse
 import webob.exc
 
 from cyborg.api.controllers import root
+from cyborg.api.controllers import v2
 from cyborg.api.middleware import parsable_error
 from cyborg.api import microversion
 from cyborg.common import context
@@ -106,7 +107,9 @@ class AcceptHook(hooks.PecanHook):
 
 class MicroversionHook(hooks.PecanHook):
     """Parses the version of v2 requests before routing, so an
-    unacceptable version is a 406 even on a path that does not exist."""
+    unacceptable version is a 406 even on a path that does not exist;
+    a resource a later microversion added is a 404 naming that version
+    (``v2.MIN_VERSIONS``), for every method and path below it."""
 
     def on_route(self, state):
         request = state.request
@@ -114,6 +117,11 @@ class MicroversionHook(hooks.PecanHook):
         if root.route_version(request.path_info) == root.V2:
             request.environ[_V2_KEY] = True
             request.version = microversion.parse(request.headers)
+            resource = root.v2_resource(request.path_info)
+            since = v2.MIN_VERSIONS.get(resource)
+            if since:
+                microversion.check_resource(resource, since,
+                                            request.version)
 
     def after(self, state):
         if not state.request.environ.get(_V2_KEY):

@@ -94,6 +94,14 @@ def response_headers(version=None):
     return headers
 
 
+def check_resource(resource, since, requested):
+    """Raise ``ResourceNeedsMicroversion`` (404) when ``requested`` is
+    below ``since`` ("X.Y"), the version that added ``resource``."""
+    if requested < microversion_parse.parse_version_string(since):
+        raise exception.ResourceNeedsMicroversion(
+            resource=resource, version=since, requested=requested)
+
+
 def is_supported(request, version):
     """True when ``request`` asked for ``version`` ("X.Y") or later.
 

@@ -103,6 +103,13 @@ class NotFound(CyborgException):
     code = http.NOT_FOUND
 
 
+class ResourceNeedsMicroversion(NotFound):
+    msg_fmt = _('The resource /v2/%(resource)s is served from microversion '
+                '%(version)s; this request asked for %(requested)s. Ask for '
+                'it with the header "OpenStack-API-Version: accelerator '
+                '%(version)s" (or later).')
+
+
 class HostNotFound(NotFound):
     msg_fmt = _('Host %(host)s could not be found.')
 

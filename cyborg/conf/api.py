@@ -25,6 +25,12 @@ opts = [
         help='Public URL of the API, used in links (for example '
              '"https://cloud.example.com/accelerator"). When unset, links '
              'follow the URL of the request, including any mount prefix.'),
+    cfg.BoolOpt(
+        'access_log', default=True,
+        help='Log one line per API request at INFO: client address, '
+             'request line, status, response length and time, with the '
+             'request id. Turn it off where a front end (a proxy, '
+             'mod_wsgi) logs requests already.'),
     cfg.IntOpt(
         'max_limit', default=1000, min=1,
         help='Largest number of items a list request returns in one page.'),

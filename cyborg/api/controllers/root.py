@@ -44,6 +44,17 @@ def route_version(path):
     return _segment_version(path.lstrip('/').partition('/')[0])
 
 
+def v2_resource(path):
+    """The v2 resource (first segment below the version) that ``path``
+    names, or None for version documents and other trees."""
+    segments = path.lstrip('/').split('/')
+    if _segment_version(segments[0]) != V2:
+        return None
+    if segments[0] in (V2, V2 + _JSON):
+        return segments[1] if len(segments) > 1 else None
+    return segments[0]
+
+
 def v2_summary(request):
     """The v2 entry of the root document."""
     return {'id': V2,

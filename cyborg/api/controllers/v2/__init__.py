@@ -16,6 +16,11 @@ every layer, see STYLE.md):
 
 Unversioned paths (``/devices``) reach this controller too, through
 ``RootController._lookup``; nothing else is needed for them.
+
+A resource that a microversion added says so with a ``min_version``
+class attribute on its controller; ``MIN_VERSIONS`` collects them and
+``MicroversionHook`` answers a request below it with a 404 that names
+the version to ask for.
 """
 
 import pecan
@@ -61,3 +66,13 @@ class V2Controller:
                 'min_version': str(microversion.MIN_VERSION),
                 'max_version': str(microversion.MAX_VERSION),
                 'links': [link.make_link(pecan.request, 'self', 'v2', '')]}
+
+
+def _min_versions():
+    """{URL segment: microversion} of the resources added after 2.0."""
+    return {name: value.min_version
+            for name, value in vars(V2Controller).items()
+            if getattr(value, 'min_version', None)}
+
+
+MIN_VERSIONS = _min_versions()

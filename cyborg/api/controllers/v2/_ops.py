@@ -1,16 +1,4 @@
-"""What the generic-driver resources of microversion 2.5 share."""
-
-import pecan
-
-from cyborg.api.controllers import common
-from cyborg.api import microversion
+"""What the generic-driver resources of microversion 2.5 share: the
+version that serves them (below it, ``MicroversionHook`` answers 404)."""
 
 VERSION = '2.5'
-
-
-def authorize(rule):
-    """404 below 2.5 (the resource does not exist there), then the
-    policy check; returns the context."""
-    if not microversion.is_supported(pecan.request, VERSION):
-        pecan.abort(404)
-    return common.authorize(rule)

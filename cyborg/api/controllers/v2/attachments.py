@@ -23,7 +23,7 @@ class AttachmentController:
 
     @index.when('DELETE')
     def index_delete(self):
-        context = _ops.authorize('cyborg:attachment:delete')
+        context = common.authorize('cyborg:attachment:delete')
         common.check_uuid(self.instance_uuid)
         pecan.request.conductor_api.attachment_delete(context,
                                                       self.instance_uuid)
@@ -32,12 +32,14 @@ class AttachmentController:
 
 class AttachmentsController:
 
+    min_version = _ops.VERSION
+
     index = common.methods()
 
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = _ops.authorize('cyborg:attachment:create')
+        context = common.authorize('cyborg:attachment:create')
         body = validation.body(request, schema.CREATE)
         uuids = request.conductor_api.attachment_create(
             context, body['instance_uuid'], body['device_profile_name'],

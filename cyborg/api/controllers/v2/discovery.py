@@ -12,12 +12,14 @@ from cyborg.api import validation
 
 class DiscoveryController:
 
+    min_version = _ops.VERSION
+
     index = common.methods()
 
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = _ops.authorize('cyborg:discovery:create')
+        context = common.authorize('cyborg:discovery:create')
         body = validation.body(request, schema.CREATE)
         return {'hosts': request.conductor_api.discover_hosts(
             context, body.get('host'), body.get('timeout'))}

@@ -34,7 +34,7 @@ class DriverController:
     @index.when('PATCH')
     def index_patch(self):
         request = pecan.request
-        context = _ops.authorize('cyborg:driver:update')
+        context = common.authorize('cyborg:driver:update')
         body = validation.body(request, schema.UPDATE)
         return {'drivers': request.conductor_api.driver_update(
             context, self.name, body.get('host'))}
@@ -42,7 +42,7 @@ class DriverController:
     @index.when('DELETE')
     def index_delete(self):
         request = pecan.request
-        context = _ops.authorize('cyborg:driver:uninstall')
+        context = common.authorize('cyborg:driver:uninstall')
         host = validation.query(request, schema.HOST_QUERY).get('host')
         request.conductor_api.driver_uninstall(context, self.name,
                                                host or None)
@@ -51,18 +51,20 @@ class DriverController:
 
 class DriversController:
 
+    min_version = _ops.VERSION
+
     index = common.methods()
 
     @index.when('GET')
     def index_get(self):
-        context = _ops.authorize('cyborg:driver:get_all')
+        context = common.authorize('cyborg:driver:get_all')
         host = validation.query(pecan.request, schema.HOST_QUERY).get('host')
         return {'drivers': _rows(context, host or None)}
 
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = _ops.authorize('cyborg:driver:install')
+        context = common.authorize('cyborg:driver:install')
         body = validation.body(request, schema.INSTALL)
         return {'drivers': request.conductor_api.driver_install(
             context, body['name'], body.get('host'))}

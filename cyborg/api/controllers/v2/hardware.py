@@ -8,7 +8,6 @@ import pecan
 
 from cyborg.api.controllers import common
 from cyborg.api.schemas import hardware as schema
-from cyborg.api import microversion
 from cyborg.api import validation
 from cyborg.db import hardware as db_hardware
 
@@ -17,12 +16,12 @@ VERSION = '2.6'
 
 class HardwareController:
 
+    min_version = VERSION
+
     index = common.methods()
 
     @index.when('GET')
     def index_get(self):
-        if not microversion.is_supported(pecan.request, VERSION):
-            pecan.abort(404)
         context = common.authorize('cyborg:hardware:get_all')
         query = validation.query(pecan.request, schema.LIST_QUERY)
         offered = query.get('offered')

@@ -34,18 +34,20 @@ class HostController:
 
     @index.when('GET')
     def index_get(self):
-        context = _ops.authorize('cyborg:host:get_one')
+        context = common.authorize('cyborg:host:get_one')
         return host_view(pecan.request,
                          *db_hosts.get_by_hostname(context, self.hostname))
 
 
 class HostsController:
 
+    min_version = _ops.VERSION
+
     index = common.methods()
 
     @index.when('GET')
     def index_get(self):
-        context = _ops.authorize('cyborg:host:get_all')
+        context = common.authorize('cyborg:host:get_all')
         return {'hosts': [host_view(pecan.request, host, drivers)
                           for host, drivers in db_hosts.get_all(context)]}
 

@@ -61,12 +61,14 @@ def service_view(row, service):
 
 class ServicesController:
 
+    min_version = _ops.VERSION
+
     index = common.methods()
 
     @index.when('GET')
     def index_get(self):
         request = pecan.request
-        context = _ops.authorize('cyborg:service:get_all')
+        context = common.authorize('cyborg:service:get_all')
         query = validation.query(request, schema.LIST_QUERY)
         rows, attributes = db_deployables.services(
             context, query.get('host') or None,

@@ -4,12 +4,17 @@ and keystone mode without a keystone."""
 
 import collections
 import json
+import logging
 
 from oslo_middleware import cors
 from oslo_middleware import http_proxy_to_wsgi
 import webob
 
 from cyborg.api import app as api_app
+from cyborg.api.controllers import root
+from cyborg.api.controllers import v2
+from cyborg.api import microversion
+from cyborg.api.middleware import access_log
 from cyborg.tests import base
 from cyborg.tests.functional.api import routes
 
@@ -214,12 +219,146 @@ class RoutingTest(APITestCase):
         self.assertEqual(versioned.json, unversioned.json)
         self.assert_v2_headers(unversioned, '2.0')
 
+    def test_resource_below_its_microversion_names_it(self):
+        """Every route of a resource a later microversion added (read
+        from the controller tree, so a new one is covered) answers a
+        request below that version, with any method, with a 404 in the
+        envelope that names the version and the header to send."""
+        since = v2.MIN_VERSIONS
+        self.assertEqual('2.6', since['hardware'])
+        self.assertEqual('2.5', since['hosts'])
+        versions = [number for number, _note in microversion.VERSIONS]
+        checked = set()
+        for route in routes.all_routes():
+            resource = root.v2_resource(route.path)
+            if resource not in since:
+                continue
+            below = versions[versions.index(since[resource]) - 1]
+            url = route.path.replace(routes.PLACEHOLDER, 'x')
+            for prefix, header in (('', None), ('/v2', below)):
+                path = url.replace('/v2', prefix, 1)
+                response = self.request(path, method=route.method, headers={
+                    'X-Auth-Token': 'admin',
+                    'OpenStack-API-Version': 'accelerator %s' % (
+                        header or '2.0')})
+                where = '%s %s' % (route.method, path)
+                self.assertEqual(404, response.status_int, where)
+                fault = fault_of(response)
+                self.assertEqual('Client', fault['faultcode'], where)
+                self.assertIn(
+                    '/v2/%s is served from microversion %s' % (
+                        resource, since[resource]), fault['faultstring'])
+                self.assertIn('"OpenStack-API-Version: accelerator %s"' %
+                              since[resource], fault['faultstring'])
+                self.assert_v2_headers(response, header or '2.0')
+            checked.add(resource)
+        self.assertEqual(set(since), checked)
+
+    def test_resource_at_its_microversion_is_routed(self):
+        response = self.request('/v2/hosts', headers={
+            'X-Auth-Token': 'admin',
+            'OpenStack-API-Version': 'accelerator 2.5'})
+        self.assertNotEqual(404, response.status_int)
+        self.assertNotIn('microversion', response.text)
+
     def test_unknown_version_is_not_v2(self):
         for path in ('/v3', '/v0/accelerators', '/v2.1'):
             response = self.request(path)
             self.assertEqual(404, response.status_int, path)
             self.assertNotIn(V2_HEADERS[0], response.headers)
             fault_of(response)
+
+
+class _Records(logging.Handler):
+    """Keeps the records of one logger."""
+
+    def __init__(self, test, name):
+        super().__init__(logging.INFO)
+        self.records = []
+        logger = logging.getLogger(name)
+        old_level = logger.level
+        logger.setLevel(logging.INFO)
+        logger.addHandler(self)
+        test.addCleanup(logger.setLevel, old_level)
+        test.addCleanup(logger.removeHandler, self)
+
+    def emit(self, record):
+        self.records.append(record)
+
+
+class AccessLogTest(APITestCase):
+    """One INFO line per request, with the request's context."""
+
+    GLOBAL_ID = 'req-6a1d0c5e-7a55-4c5b-9d0e-2f1c6c3b4a21'
+
+    def setUp(self):
+        super().setUp()
+        self.log = _Records(self, access_log.__name__)
+
+    def _line(self, path, method='GET', token='admin', body=None,
+              version=None):
+        headers = {'X-Auth-Token': token,
+                   'X-OpenStack-Request-ID': self.GLOBAL_ID,
+                   'OpenStack-API-Version': 'accelerator %s' % (
+                       version or '2.0')}
+        request = webob.Request.blank(path, method=method, headers=headers,
+                                      base_url='http://localhost')
+        request.environ['REMOTE_ADDR'] = '192.0.2.7'
+        if body is not None:
+            request.body = body
+            request.content_type = 'application/json'
+        response = request.get_response(self.app)
+        # The server reads the body, then closes it.
+        self.assertIsInstance(response.body, bytes)
+        [record] = self.log.records
+        del self.log.records[:]
+        self.context = record.context
+        self.assertEqual(logging.INFO, record.levelno)
+        self.assertEqual(self.GLOBAL_ID, record.context.global_request_id)
+        self.assertEqual(response.headers['x-openstack-request-id'],
+                         record.context.request_id)
+        return response, record.getMessage()
+
+    def assert_line(self, line, request_line, status, length):
+        prefix = '192.0.2.7 "%s HTTP/1.0" status: %d len: %d time: ' % (
+            request_line, status, length)
+        self.assertTrue(line.startswith(prefix), (line, prefix))
+        self.assertGreater(float(line[len(prefix):]), 0)
+
+    def test_200_400_403_404(self):
+        response, line = self._line('/v2?a=b')
+        self.assertEqual(200, response.status_int)
+        self.assert_line(line, 'GET /v2?a=b', 200, len(response.body))
+        response, line = self._line('/v2/accelerator_requests',
+                                    method='POST', body=b'{"x": 1}')
+        self.assertEqual(400, response.status_int)
+        self.assert_line(line, 'POST /v2/accelerator_requests', 400,
+                         len(response.body))
+        response, line = self._line('/v2/hosts', token='bob:p1',
+                                    version='2.5')
+        self.assertEqual(403, response.status_int)
+        self.assert_line(line, 'GET /v2/hosts', 403, len(response.body))
+        response, line = self._line('/v2/nothing')
+        self.assertEqual(404, response.status_int)
+        self.assert_line(line, 'GET /v2/nothing', 404, len(response.body))
+
+    def test_context_names_the_caller(self):
+        self._line('/v2', token='bob:p1')
+        self.assertEqual(('bob', 'p1'), (self.context.user_id,
+                                         self.context.project_id))
+
+    def test_path_cannot_forge_a_line(self):
+        response, line = self._line('/v2/x%0a1.2.3.4%20%22GET')
+        self.assertEqual(400, response.status_int)  # URLCheck
+        self.assertNotIn('\n', line)
+        self.assert_line(line, 'GET /v2/x%0A1.2.3.4%20%22GET', 400,
+                         len(response.body))
+
+    def test_can_be_turned_off(self):
+        self.flags(access_log=False, group='api')
+        response = self.request('/v2')
+        self.assertEqual(200, response.status_int)
+        self.assertEqual([], self.log.records)
 
 
 class MiddlewareTest(APITestCase):

@@ -71,6 +71,25 @@ class WSGIServerTest(base.TestCase):
         self.assertLess(time.monotonic() - started, STOP_TIMEOUT)
         self.assertRaises(requests.ConnectionError, requests.get, url)
 
+    def test_access_log_line(self):
+        """cheroot closes the body, and the line is written then."""
+        self.flags(auth_strategy='noauth')
+        log = self.useFixture(fixtures.FakeLogger(
+            'cyborg.api.middleware.access_log', format='%(message)s'))
+        wsgi_server = server.WSGIServer(api_app.setup_app(self.conf),
+                                        '127.0.0.1', 0, 2)
+        wsgi_server.start()
+        self.addCleanup(wsgi_server.stop)
+        url = 'http://127.0.0.1:%d' % wsgi_server.port
+        response = requests.get(url + '/v2/hosts?x=1', headers={
+            'X-Auth-Token': 'admin'})
+        self.assertEqual(404, response.status_code)
+        wsgi_server.stop()
+        wsgi_server.wait()
+        self.assertRegex(log.output, r'^127\.0\.0\.1 "GET /v2/hosts\?x=1 '
+                         r'HTTP/1\.1" status: 404 len: %d time: \d+\.\d{7}\n$'
+                         % len(response.content))
+
     def test_port_in_use(self):
         with socket.socket() as taken:
             taken.bind(('127.0.0.1', 0))
@@ -295,6 +314,8 @@ class WSGIModuleTest(base.TestCase):
                     '[api]\npublic_endpoint = http://api.test/acc\n')
         code = ('import webob\n'
                 'from cyborg.wsgi import api\n'
+                'webob.Request.blank("/v2/x").get_response(api.application)'
+                '.body\n'
                 'r = webob.Request.blank("/v2").get_response(api.application)'
                 '\n'
                 'print(r.status_int, r.json["links"][0]["href"])\n')
@@ -304,3 +325,6 @@ class WSGIModuleTest(base.TestCase):
                                 timeout=START_TIMEOUT, check=True)
         self.assertEqual('200 http://api.test/acc/v2/',
                          result.stdout.strip().splitlines()[-1])
+        # The access log is part of the application.
+        self.assertIn('"GET /v2/x HTTP/1.0" status: 404 len: ',
+                      result.stdout + result.stderr)
