@@ -182,8 +182,7 @@ class DeviceProfileNotFound(NotFound):
 
 
 class DuplicateDeviceProfile(Conflict):
-    msg_fmt = _('A device profile named %(name)s (or with uuid %(uuid)s) '
-                'already exists.')
+    msg_fmt = _('Device profile %(name)s (uuid %(uuid)s) already exists.')
 
 
 class DeviceProfileInUse(Conflict):
@@ -218,6 +217,19 @@ class ProjectPatchForbidden(Forbidden):
 class ServiceTokenRequired(Forbidden):
     msg_fmt = _('%(action)s needs a service token (Nova sends one with '
                 '[service_user] send_service_user_token).')
+
+
+class BoundARQDeleteForbidden(ServiceTokenRequired):
+    msg_fmt = _('Accelerator request %(arq)s is %(state)s for instance '
+                '%(instance)s; deleting it needs a service token (Nova '
+                'sends one with [service_user] send_service_user_token). '
+                'Delete the instance, or have Nova unbind it first.')
+
+
+class UnknownDeviceProvider(Invalid):
+    msg_fmt = _('Resource provider %(rp_uuid)s (device_rp_uuid of '
+                'accelerator request %(arq)s) is not the provider of any '
+                'deployable cyborg knows.')
 
 
 # -- deployables, devices, attributes --

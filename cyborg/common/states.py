@@ -21,6 +21,8 @@ ALL = (INITIAL, BIND_STARTED, BOUND, BIND_FAILED, UNBOUND, DELETING)
 
 # What Nova waits for: the ARQ will not change without another request.
 RESOLVED = frozenset((BOUND, BIND_FAILED, DELETING))
+# An ARQ in these states holds a device for its instance, or is taking one.
+HOLDING = frozenset((BIND_STARTED, BOUND))
 
 # target: the states it may be reached from.
 _TRANSITIONS = {

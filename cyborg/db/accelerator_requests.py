@@ -300,7 +300,8 @@ def bind(context, binds, project_id, conductor, ready,
     already is a 400 (InstanceHasARQs). Every ARQ of ``binds`` (as for
     ``start_binds``) moves to BindStarted, or none does (404, 409). Each
     then claims a free attach handle of the deployable behind its
-    ``device_rp_uuid`` (none free: it moves to BindFailed) and moves on
+    ``device_rp_uuid`` (none free: it moves to BindFailed; no such
+    deployable: the request is refused, 400) and moves on
     to Bound when ``ready(arq, handle)`` says that nothing is to be done
     on its host first. Returns ``(claims, failed)``: the Claims of the
     ARQs left BindStarted with their handle, for the caller to prepare
@@ -321,7 +322,11 @@ def bind(context, binds, project_id, conductor, ready,
         arq = arqs[uuid]
         deployable = _run(context, _DEPLOYABLE_OF,
                           b_rp_uuid=arq.device_rp_uuid).first()
-        handle = None if deployable is None else _claim(context, deployable)
+        if deployable is None:
+            # The whole request is refused (400) and nothing is written.
+            raise exception.UnknownDeviceProvider(
+                rp_uuid=arq.device_rp_uuid, arq=uuid)
+        handle = _claim(context, deployable)
         if handle is None:
             _cas(context, uuid, states.BIND_FAILED, {},
                  expected=[states.BIND_STARTED])

@@ -6,6 +6,7 @@
 from oslo_db import exception as db_exc
 from oslo_serialization import jsonutils
 from oslo_utils import uuidutils
+import sqlalchemy as sa
 
 from cyborg.common import exception
 from cyborg.db import api as db_api
@@ -45,19 +46,37 @@ def get(context, name_or_uuid, by_name=True):
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def create(context, values):
-    """Insert a profile; 409 when the name or uuid is taken."""
+def _insert(context, values):
     row = models.DeviceProfile(
         uuid=values.get('uuid') or uuidutils.generate_uuid(),
         name=values['name'], description=values.get('description'),
         profile_json=jsonutils.dumps({'groups': values['groups']}))
     context.session.add(row)
-    try:
-        context.session.flush()
-    except db_exc.DBDuplicateEntry as e:
-        raise exception.DuplicateDeviceProfile(
-            name=values['name'], uuid=row.uuid) from e
+    context.session.flush()
     return row.uuid
+
+
+@db_api.reader
+def _holder(context, values):
+    """The profile that has the name or the uuid of ``values``."""
+    model = models.DeviceProfile
+    names = [model.name == values['name']]
+    if values.get('uuid'):
+        names.append(model.uuid == values['uuid'])
+    return context.session.query(model).filter(sa.or_(*names)).first()
+
+
+def create(context, values):
+    """Insert a profile; 409 naming the profile that holds the name or
+    uuid when one does (read after the failed insert rolled back, so a
+    concurrent create is named too)."""
+    try:
+        return _insert(context, values)
+    except db_exc.DBDuplicateEntry as e:
+        holder = _holder(context, values)
+        raise exception.DuplicateDeviceProfile(
+            name=holder.name if holder else values['name'],
+            uuid=holder.uuid if holder else values.get('uuid')) from e
 
 
 def _in_use(context, ids):

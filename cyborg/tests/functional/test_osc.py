@@ -312,7 +312,8 @@ class _Commands:
         self.assertEqual((INSTANCE, self.aio.hostname),
                          (bound['instance_uuid'], bound['hostname']))
         if self.refusals:
-            self.assert_refused('Deleting bound ARQs needs a service token',
+            self.assert_refused('is Bound for instance %s; deleting it '
+                                'needs a service token' % INSTANCE,
                                 'member', 'arq delete', uuid,
                                 json_output=False)
         self.osc('nova', 'arq unbind', uuid)

@@ -125,11 +125,18 @@ def apply_patch(request, context, only=None):
 
 def delete_arqs(request, context, uuids):
     """Deletes the ARQs ``uuids``, all or none: 404 if one is not the
-    caller's to see, and a service token needed for a bound one."""
+    caller's to see, and a service token needed for one that holds (or
+    is taking) a device for an instance: Bound or BindStarted. One whose
+    bind failed, or that was unbound, holds nothing and its owner may
+    delete it (upstream asks a service token for any ARQ with an
+    instance)."""
     project = visible_project(context)
     found = db_arqs.get_many(context, uuids, project)
-    if any(arq.instance_uuid for arq in found):
-        _require_service(context, _('Deleting bound ARQs'))
+    held = [arq for arq in found if arq.state in states.HOLDING]
+    if held and not context.is_service:
+        raise exception.BoundARQDeleteForbidden(
+            arq=held[0].uuid, state=held[0].state,
+            instance=held[0].instance_uuid)
     request.conductor_api.arq_delete(context, arq_uuids=uuids,
                                      project_id=project)
     pecan.response.status = 204

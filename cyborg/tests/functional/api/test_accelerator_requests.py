@@ -257,15 +257,35 @@ class _ARQTests(ARQSetup):
                          db_arqs.get(self.context, first[0]['uuid']).state)
 
     def test_no_free_handle_fails_the_bind_and_tells_nova(self):
-        unknown = uuidutils.generate_uuid()
+        with db_api.writer.using(self.context) as session:
+            session.query(models.AttachHandle).update({'in_use': True})
         arqs = self.create()
-        instance, response = self.bind(arqs, rp_uuid=unknown)
+        instance, response = self.bind(arqs)
         self.assertEqual(202, response.status_int)
         [arq] = self.get(PATH, headers=NOVA_USER, instance=instance,
                          bind_state='resolved').json['arqs']
         self.assertEqual(states.BIND_FAILED, arq['state'])
         self.told()
         self.assertEqual(['failed'], [e['status'] for e in self.nova.events])
+        # It holds no device: its owner deletes it without Nova's token.
+        response = self.delete(PATH + '/' + arq['uuid'], headers=NOVA_USER)
+        self.assertEqual(204, response.status_int, response.body)
+
+    def test_unknown_provider_is_refused_at_once(self):
+        """Nova binds to the provider Placement allocated; one that no
+        deployable has is a 400 naming it, and nothing changes."""
+        unknown = uuidutils.generate_uuid()
+        arqs = self.create()
+        _instance, response = self.bind(arqs, rp_uuid=unknown)
+        self.assert_error(response, 400, 'Resource provider %s '
+                          '(device_rp_uuid of accelerator request %s) is not '
+                          'the provider of any deployable cyborg knows.'
+                          % (unknown, arqs[0]['uuid']))
+        shown = self.get(PATH + '/' + arqs[0]['uuid']).json
+        self.assertEqual((states.INITIAL, None),
+                         (shown['state'], shown['instance_uuid']))
+        self.told()
+        self.assertEqual([], self.nova.events)
 
     def test_unresolved_instance_is_423(self):
         arqs = self.create()
@@ -416,8 +436,11 @@ class _ARQTests(ARQSetup):
         for arq in (unbound, bound):
             self.assert_error(self.delete(PATH + '/' + arq['uuid'],
                                           headers=base.OTHER), 404)
-        self.assert_error(self.delete(PATH + '/' + bound['uuid'],
-                                      headers=NOVA_USER), 403, 'service')
+        self.assert_error(
+            self.delete(PATH + '/' + bound['uuid'], headers=NOVA_USER), 403,
+            'Accelerator request %s is Bound for instance %s; deleting it '
+            'needs a service token' % (bound['uuid'], self.get(
+                PATH + '/' + bound['uuid']).json['instance_uuid']))
         self.assertEqual(2, len(self.get(PATH).json['arqs']))
         response = self.delete(PATH + '/' + unbound['uuid'],
                                headers=NOVA_USER)

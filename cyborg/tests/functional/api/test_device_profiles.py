@@ -110,8 +110,18 @@ class _DeviceProfileTests:
                           '255')
 
     def test_duplicate_name_is_409(self):
-        self.create('twice')
-        self.assert_error(self.post(PATH, [profile('twice')]), 409, 'twice')
+        """The message names the profile that has the name."""
+        existing = self.create('twice')['uuid']
+        self.assert_error(self.post(PATH, [profile('twice')]), 409,
+                          'Device profile twice (uuid %s) already exists.'
+                          % existing)
+
+    def test_duplicate_uuid_is_409(self):
+        existing = self.create('first')['uuid']
+        self.assert_error(self.post(PATH, [dict(profile('second'),
+                                                uuid=existing)]), 409,
+                          'Device profile first (uuid %s) already exists.'
+                          % existing)
 
     def test_delete_by_names_all_or_nothing(self):
         self.create('a')
