@@ -78,6 +78,14 @@ class AllInOneTest(testtools.TestCase):
         self.assertEqual(aio_service.compute_node_uuid('aio-test-host'),
                          provider['uuid'])
         self.assertEqual(0, aio.terminate())
+        # Every request is in the log: cyborg's API and the embedded
+        # Placement's, each in the form of OpenStack services.
+        log = aio.output()
+        self.assertRegex(log, r'cyborg\.api\.middleware\.access_log '
+                         r'.*127\.0\.0\.1 "GET /v2 HTTP/1\.1" status: 200 '
+                         r'len: \d+ time: ')
+        self.assertRegex(log, r'placement\.requestlog .*127\.0\.0\.1 '
+                         r'"GET /placement/resource_providers" status: 200')
 
     def create_provider(self, name, uuid):
         """A root provider, made as nova-compute makes its own."""
