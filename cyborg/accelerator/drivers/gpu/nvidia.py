@@ -34,9 +34,11 @@ import os
 from oslo_log import log as logging
 
 from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import pciids
 from cyborg.accelerator.common import privileged
 from cyborg.accelerator.common import records
 from cyborg.accelerator.common import sysfs
+from cyborg.accelerator.common import vendor_info
 from cyborg.accelerator.drivers import base
 from cyborg.conf import drivers as drivers_conf
 
@@ -48,10 +50,6 @@ PGPU = 'PGPU'
 VGPU = 'VGPU'
 #: Kernel drivers a whole GPU may be bound to and still be handed out.
 PASSTHROUGH_DRIVERS = frozenset([None, 'vfio-pci', 'nvidia'])
-MODELS = {'1eb8': 'Tesla T4', '1db4': 'Tesla V100 PCIe 16GB',
-          '20b0': 'A100 SXM4 40GB', '20b5': 'A100 PCIe 80GB',
-          '2236': 'A10', '25b6': 'A16', '2331': 'H100 PCIe',
-          '2335': 'H200 SXM 141GB', '26b9': 'L40S'}
 
 
 def vgpu_trait_name(product, mdev_name, type_id):
@@ -121,10 +119,12 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
             deployable = self._vgpu(function, functions, type_id)
         else:
             deployable = self._pgpu(function)
+        names = pciids.database(self.conf)
         return records.device(
             function, self.device_type,
-            MODELS.get(function.product, 'NVIDIA GPU %s' % function.product),
-            [deployable])
+            names.name(function.vendor, function.product), [deployable],
+            vendor_board_info=vendor_info.board_info(self.reader, function,
+                                                     names))
 
     def _pgpu(self, function):
         if function.has_vfs_enabled:
