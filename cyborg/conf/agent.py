@@ -14,7 +14,11 @@ opts = [
     cfg.StrOpt(
         'sysfs_root', default='/sys',
         help='Directory that stands for /sys when drivers read hardware. '
-             'Point it at a captured tree to read that instead.'),
+             'Point it at a captured tree to read that instead, or at a '
+             'capture file written by cyborg-agent --capture, which the '
+             'agent lays out as a tree in a temporary directory. What the '
+             'host uses (mounts, swaps, addresses) is read from the proc '
+             'directory beside it (/proc for /sys).'),
     cfg.StrOpt(
         'pci_ids_path',
         help='The PCI ID database (pci.ids, plain or gzip-compressed) '

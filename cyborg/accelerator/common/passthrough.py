@@ -142,7 +142,7 @@ def _disk_use(path, host):
     return None
 
 
-def _below(directory, pattern):
+def below(directory, pattern):
     """The paths ``pattern`` matches below ``directory``, sorted, without
     those reached through a link (``physfn``, ``subsystem``...)."""
     real = os.path.realpath(directory) + os.sep
@@ -156,12 +156,12 @@ def host_use(directory, host):
     if _text(os.path.join(directory, 'boot_vga')) == '1':
         return 'it drives the host\'s console (boot_vga)'
     for pattern in NETDEV_GLOBS:
-        for path in _below(directory, pattern):
+        for path in below(directory, pattern):
             reason = _netdev_use(path, host)
             if reason:
                 return reason
     for pattern in DISK_GLOBS:
-        for path in _below(directory, pattern):
+        for path in below(directory, pattern):
             reason = _disk_use(path, host)
             if reason:
                 return reason
