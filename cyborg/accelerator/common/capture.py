@@ -55,6 +55,9 @@ FUNCTION_TREES = ('mdev_supported_types', 'nvidia', 'qat', 'fpga_region',
 #: Of a network interface and of a disk (or partition): what is read.
 NETDEV_FILES = ('operstate', 'flags')
 DISK_FILES = ('dev', 'partition')
+#: Write-only files whose presence the agent checks (mdev ``create`` and
+#: ``remove``): taken empty.
+WRITE_ONLY = ('create', 'remove')
 #: Largest file taken, in bytes; sysfs attributes are one page.
 MAX_FILE = 65536
 #: How deep FUNCTION_TREES are walked (OPAE's nest goes 6 deep).
@@ -69,7 +72,8 @@ class Recorder:
     """Collects files, links and directories relative to one root."""
 
     def __init__(self, root):
-        self.root = root
+        # Real: the functions' directories are reached by realpath.
+        self.root = os.path.realpath(root)
         self.files, self.links, self.dirs = {}, {}, set()
 
     def rel(self, path):
@@ -82,7 +86,10 @@ class Recorder:
                     data = f.read(MAX_FILE)
                 text = data.decode('ascii')
             except (OSError, UnicodeDecodeError):
-                return
+                if os.path.basename(path) not in WRITE_ONLY:
+                    return
+                # The agent looks for these; nobody can read them.
+                text = ''
         self.files[self.rel(path)] = text
 
     def link(self, path):

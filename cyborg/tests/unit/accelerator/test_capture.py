@@ -187,6 +187,11 @@ class CaptureCommandTest(ReplayTestCase):
         vfs = tree.add_card('qat_c62x', '0000:3d:00.0', vfs=2)
         tree.remove(vfs[1], 'iommu_group')
         tree.add_mdev_type('0000:3d:00.0', 'x-1', 'X 1', 3)
+        create = os.path.join(tree.function_dir('0000:3d:00.0'),
+                              'mdev_supported_types', 'x-1', 'create')
+        with open(create, 'w'):
+            pass
+        os.chmod(create, 0o200)
         proc = os.path.join(self.tmp, 'host', 'proc')
         os.makedirs(os.path.join(proc, 'self'))
         with open(os.path.join(proc, 'self', 'mountinfo'), 'w') as f:
@@ -208,6 +213,10 @@ class CaptureCommandTest(ReplayTestCase):
                        cwd=top, env=dict(os.environ, PYTHONPATH=top),
                        check=True, capture_output=True, timeout=120)
         document = capture.load(out)
+        # Write-only in sysfs: present, empty.
+        self.assertEqual('', document['files'][
+            'devices/pci0000:3d/0000:3d:00.0/mdev_supported_types/x-1/'
+            'create'])
         self.assertEqual({'self/mountinfo': '27 1 8:1 / / rw - ext4 '
                                             '/dev/sda1\n',
                           'net/if_inet6': '0 0 0 0 0 eno1\n'},
