@@ -7,8 +7,10 @@ from oslo_log import log as logging
 
 from cyborg.accelerator.common import passthrough
 from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import pciids
 from cyborg.accelerator.common import records
 from cyborg.accelerator.common import sysfs
+from cyborg.accelerator.common import vendor_info
 from cyborg.objects import host as host_obj
 
 LOG = logging.getLogger(__name__)
@@ -213,6 +215,10 @@ class SysfsPciDriver(AcceleratorDriver):
                 device = self.build_device(function, functions)
                 if device is not None:
                     self._keep_passable(function, device, checker)
+                    device.vendor_board_info = vendor_info.merged(
+                        device.vendor_board_info, vendor_info.board_info(
+                            self.reader, function,
+                            pciids.database(self.conf)))
             except NotReady as e:
                 yield function, None, e
             except Exception as e:

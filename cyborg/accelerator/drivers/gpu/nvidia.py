@@ -38,7 +38,6 @@ from cyborg.accelerator.common import pciids
 from cyborg.accelerator.common import privileged
 from cyborg.accelerator.common import records
 from cyborg.accelerator.common import sysfs
-from cyborg.accelerator.common import vendor_info
 from cyborg.accelerator.drivers import base
 from cyborg.conf import drivers as drivers_conf
 
@@ -119,12 +118,11 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
             deployable = self._vgpu(function, functions, type_id)
         else:
             deployable = self._pgpu(function)
-        names = pciids.database(self.conf)
         return records.device(
             function, self.device_type,
-            names.name(function.vendor, function.product), [deployable],
-            vendor_board_info=vendor_info.board_info(self.reader, function,
-                                                     names))
+            pciids.database(self.conf).name(function.vendor,
+                                            function.product),
+            [deployable])
 
     def _pgpu(self, function):
         if function.has_vfs_enabled:
