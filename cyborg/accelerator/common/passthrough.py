@@ -21,6 +21,7 @@ directory beside the sysfs root (``/proc`` for ``/sys``) for
 """
 
 import collections
+import fnmatch
 import glob
 import os
 
@@ -143,11 +144,22 @@ def _disk_use(path, host):
 
 
 def below(directory, pattern):
-    """The paths ``pattern`` matches below ``directory``, sorted, without
-    those reached through a link (``physfn``, ``subsystem``...)."""
-    real = os.path.realpath(directory) + os.sep
-    return sorted(p for p in glob.glob(os.path.join(directory, pattern))
-                  if os.path.realpath(p).startswith(real))
+    """The directories ``pattern`` (``/``-separated shell patterns)
+    matches below ``directory``, sorted; links (``physfn``,
+    ``subsystem``...) are not followed."""
+    paths = [directory]
+    for part in pattern.split('/'):
+        found = []
+        for path in paths:
+            try:
+                with os.scandir(path) as entries:
+                    found.extend(e.path for e in entries
+                                 if fnmatch.fnmatchcase(e.name, part) and
+                                 e.is_dir(follow_symlinks=False))
+            except OSError:
+                continue
+        paths = found
+    return sorted(paths)
 
 
 def host_use(directory, host):
