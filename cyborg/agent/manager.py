@@ -19,6 +19,7 @@ import tempfile
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
+from cyborg.accelerator.common import capture
 from cyborg.accelerator.common import sysfs
 from cyborg.accelerator import drivers as accel_drivers
 from cyborg.accelerator.drivers import base as drivers_base
@@ -74,6 +75,8 @@ class AgentManager:
     def __init__(self, host, conf, conductor=None):
         self.host = host
         self.conf = conf
+        # A capture file as the sysfs root is laid out as a tree first.
+        capture.resolve_root(conf)
         self.drivers, self.driver_statuses = accel_drivers.load(
             admin.enabled_drivers(conf), conf)
         # (driver, control path) overlaps already logged.

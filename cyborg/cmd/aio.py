@@ -22,7 +22,8 @@ def parse_args(argv):
                         help='where the databases live (default '
                              '%(default)s)')
     parser.add_argument('--sysfs-root',
-                        help='a directory that stands for /sys')
+                        help='a directory that stands for /sys, or a '
+                             'capture file (cyborg-agent --capture)')
     return parser.parse_known_args(argv)
 
 

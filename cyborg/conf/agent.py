@@ -14,7 +14,26 @@ opts = [
     cfg.StrOpt(
         'sysfs_root', default='/sys',
         help='Directory that stands for /sys when drivers read hardware. '
-             'Point it at a captured tree to read that instead.'),
+             'Point it at a captured tree to read that instead, or at a '
+             'capture file written by cyborg-agent --capture, which the '
+             'agent lays out as a tree in a temporary directory. What the '
+             'host uses (mounts, swaps, addresses) is read from the proc '
+             'directory beside it (/proc for /sys).'),
+    cfg.StrOpt(
+        'pci_ids_path',
+        help='The PCI ID database (pci.ids, plain or gzip-compressed) '
+             'that names devices, as lspci names them. Unset: the first '
+             'of /usr/share/misc/pci.ids, /usr/share/hwdata/pci.ids, '
+             '/usr/share/pci.ids and their .gz variants that exists; '
+             'without one, devices are named by their ids.'),
+    cfg.BoolOpt(
+        'allow_no_iommu_group', default=False,
+        help='Offer PCI functions that have no IOMMU group. Only for '
+             'deployments that hand devices to containers, never to VMs: '
+             'VFIO cannot assign a function without an IOMMU group to a '
+             'VM, and every boot that gets one fails. Functions the host '
+             'uses (an interface up or with addresses, a mounted disk, '
+             'the console) are never offered.'),
     cfg.IntOpt(
         'heartbeat_interval', default=10, min=1,
         help='Seconds between two heartbeats of the agent to the '

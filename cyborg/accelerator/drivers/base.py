@@ -1,10 +1,16 @@
 """The one base class of accelerator drivers."""
 
 import abc
+import json
 
 from oslo_log import log as logging
 
+from cyborg.accelerator.common import passthrough
+from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import pciids
+from cyborg.accelerator.common import records
 from cyborg.accelerator.common import sysfs
+from cyborg.accelerator.common import vendor_info
 from cyborg.objects import host as host_obj
 
 LOG = logging.getLogger(__name__)
@@ -131,6 +137,36 @@ def hardware_entry(address, device=None, not_ready=None, function=None,
             'action': not_ready.action if not_ready else None}
 
 
+def _pci_handle_address(handle):
+    """The PciAddress a PCI attach handle hands out, None for others."""
+    if handle.attach_type != records.ATTACH_PCI:
+        return None
+    try:
+        info = json.loads(handle.attach_info)
+        return pci.PciAddress.parse('%(domain)s:%(bus)s:%(device)s.'
+                                    '%(function)s' % info)
+    except (ValueError, TypeError, KeyError):
+        return None
+
+
+def _drop_handles(device, refused):
+    """Remove the handles of ``refused`` addresses from ``device``: a
+    deployable with one accelerator per handle keeps the others, one
+    whose handles go together (an FPGA's two functions) goes whole."""
+    kept = []
+    for deployable in device.deployable_list:
+        handles = deployable.attach_handle_list
+        left = [h for h in handles
+                if _pci_handle_address(h) not in refused]
+        if len(left) == len(handles):
+            kept.append(deployable)
+        elif left and deployable.num_accelerators == len(handles):
+            deployable.attach_handle_list = left
+            deployable.num_accelerators = len(left)
+            kept.append(deployable)
+    device.deployable_list = kept
+
+
 class SysfsPciDriver(AcceleratorDriver):
     """Base of drivers that find PCI functions in sysfs.
 
@@ -171,10 +207,18 @@ class SysfsPciDriver(AcceleratorDriver):
         when it changes."""
         functions = {f.address: f
                      for f in self.reader.functions(self.vendors)}
+        checker = passthrough.Checker(
+            self.reader, self.conf.agent.allow_no_iommu_group)
         for function in self.candidates(functions):
             self._declined = []
             try:
                 device = self.build_device(function, functions)
+                if device is not None:
+                    self._keep_passable(function, device, checker)
+                    device.vendor_board_info = vendor_info.merged(
+                        device.vendor_board_info, vendor_info.board_info(
+                            self.reader, function,
+                            pciids.database(self.conf)))
             except NotReady as e:
                 yield function, None, e
             except Exception as e:
@@ -187,6 +231,36 @@ class SysfsPciDriver(AcceleratorDriver):
                 if device is not None:
                     yield function, device, None
             yield from self._declined
+
+    def _keep_passable(self, function, device, checker):
+        """Take out of ``device`` the PCI functions a VM cannot have,
+        declining each; NotReady if nothing is left to hand out."""
+        handed = {}
+        for deployable in device.deployable_list:
+            for handle in deployable.attach_handle_list:
+                address = _pci_handle_address(handle)
+                if address is not None:
+                    handed[address] = None
+        for address in handed:
+            target = (function if address == function.address
+                      else self.reader.get(address))
+            handed[address] = (checker.check(target, handed)
+                               if target is not None else
+                               passthrough.Refusal('it cannot be read',
+                                                   None))
+        refused = {a: r for a, r in handed.items() if r is not None}
+        if not refused:
+            return
+        _drop_handles(device, refused)
+        for address, refusal in sorted(refused.items()):
+            if address != function.address:
+                self._declined.append((self.reader.get(address) or function,
+                                       None, NotReady(refusal.reason,
+                                                      action=refusal.action)))
+        if not device.deployable_list:
+            own = refused.get(function.address) or passthrough.Refusal(
+                'none of its functions can be handed to a VM', None)
+            raise NotReady(own.reason, action=own.action)
 
     def decline(self, function, reason, action=None):
         """Leave out ``function``, a part of the device being built (a

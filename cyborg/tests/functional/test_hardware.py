@@ -139,3 +139,55 @@ class HardwareTest(testtools.TestCase):
             sorted(r['driver'] for r in offered))
         everything = self.get('/v2/hardware', host='').json()['hardware']
         self.assertEqual(4, len(everything))
+
+
+class CapturedHostTest(testtools.TestCase):
+    """``cyborg-aio --sysfs-root`` on the real H100 host's capture file:
+    the GPU (no IOMMU there) and the virtio functions a whitelist names
+    are listed as not offered, with why; nothing reaches the devices."""
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.host = 'h100-%s' % uuid.uuid4().hex[:8]
+        port = daemons.free_port()
+        self.base = 'http://127.0.0.1:%d' % port
+        config = daemons.write_config(os.path.join(tmp, 'aio.conf'), {
+            'DEFAULT': {'host': self.host},
+            'agent': {'enabled_drivers': 'nvidia_gpu_driver,pci_driver',
+                      'pci_ids_path': sysfs.PCI_IDS,
+                      'heartbeat_interval': 1},
+            'pci': {'passthrough_whitelist': '{"vendor_id": "1af4"}'}})
+        self.aio = daemons.Daemon(
+            self, 'aio', ['--port', str(port), '--state-dir',
+                          os.path.join(tmp, 'state'), '--sysfs-root',
+                          os.path.join(sysfs.DATA, 'captures',
+                                       'h100-host.json'),
+                          '--config-file', config],
+            os.path.join(tmp, 'aio.log'))
+        self.addOnException(lambda exc_info: self.addDetail(
+            'aio.log', content.text_content(self.aio.output()[-20000:])))
+        daemons.wait_for_http(self.base + '/v2', daemon=self.aio)
+        wait_for(lambda: self.get('/v2/hardware').json()['hardware'],
+                 timeout=60)
+
+    def get(self, path, **params):
+        return requests.get(self.base + path, params=params, timeout=30,
+                            headers=dict(VERSION, **{'X-Auth-Token':
+                                                     'admin'}))
+
+    def test_nothing_offered_and_why(self):
+        rows = {r['address']: r
+                for r in self.get('/v2/hardware').json()['hardware']}
+        self.assertEqual(['0000:00:01.0', '0000:00:02.0', '0000:00:03.0',
+                          '0000:00:04.0', '0000:00:05.0', '0000:00:06.0'],
+                         sorted(rows))
+        self.assertEqual([], [a for a, r in rows.items() if r['offered']])
+        gpu = rows['0000:00:06.0']
+        self.assertEqual(('nvidia_gpu_driver', '2330', 'nvidia'),
+                         (gpu['driver'], gpu['product_id'],
+                          gpu['kernel_driver']))
+        self.assertIn('no IOMMU group', gpu['reason'])
+        self.assertIn('intel_iommu=on', gpu['action'])
+        self.assertIn('eth0 is up', rows['0000:00:03.0']['reason'])
+        self.assertEqual([], self.get('/v2/devices').json()['devices'])

@@ -34,6 +34,7 @@ import os
 from oslo_log import log as logging
 
 from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import pciids
 from cyborg.accelerator.common import privileged
 from cyborg.accelerator.common import records
 from cyborg.accelerator.common import sysfs
@@ -48,10 +49,6 @@ PGPU = 'PGPU'
 VGPU = 'VGPU'
 #: Kernel drivers a whole GPU may be bound to and still be handed out.
 PASSTHROUGH_DRIVERS = frozenset([None, 'vfio-pci', 'nvidia'])
-MODELS = {'1eb8': 'Tesla T4', '1db4': 'Tesla V100 PCIe 16GB',
-          '20b0': 'A100 SXM4 40GB', '20b5': 'A100 PCIe 80GB',
-          '2236': 'A10', '25b6': 'A16', '2331': 'H100 PCIe',
-          '2335': 'H200 SXM 141GB', '26b9': 'L40S'}
 
 
 def vgpu_trait_name(product, mdev_name, type_id):
@@ -123,7 +120,8 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
             deployable = self._pgpu(function)
         return records.device(
             function, self.device_type,
-            MODELS.get(function.product, 'NVIDIA GPU %s' % function.product),
+            pciids.database(self.conf).name(function.vendor,
+                                            function.product),
             [deployable])
 
     def _pgpu(self, function):

@@ -19,6 +19,7 @@ import os_resource_classes
 import os_traits
 from oslo_log import log as logging
 
+from cyborg.accelerator.common import pciids
 from cyborg.accelerator.common import records
 from cyborg.accelerator.drivers import base
 
@@ -181,5 +182,6 @@ class PciDriver(base.SysfsPciDriver):
             driver_name=vendor_name or function.vendor.upper())
         return records.device(
             function, records.device_type_for_class(function.class_code),
-            'PCI device %s:%s' % (function.vendor, function.product),
+            pciids.database(self.conf).name(function.vendor,
+                                            function.product),
             [deployable])

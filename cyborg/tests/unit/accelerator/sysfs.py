@@ -51,6 +51,11 @@ CARDS = {
 
 _DEFAULT = object()
 
+#: Test data: captured hosts, and a trimmed copy of Debian's pci.ids.
+DATA = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), 'data')
+PCI_IDS = os.path.join(DATA, 'pci.ids')
+
 
 class SysfsTree:
     """A sysfs tree below ``root`` (which stands for ``/sys``)."""
@@ -94,6 +99,7 @@ class SysfsTree:
                                  str(iommu_group))
             os.makedirs(os.path.join(group, 'devices'), exist_ok=True)
             self._link(group, os.path.join(path, 'iommu_group'))
+            self._link(path, os.path.join(group, 'devices', str(address)))
         self.bind(address, driver)
         self._link(path, os.path.join(self.root, 'bus', 'pci', 'devices',
                                       str(address)))
@@ -185,11 +191,23 @@ class SysfsTestCase(base.TestCase):
 
     def setUp(self):
         super().setUp()
-        root = self.useFixture(fixtures.TempDir()).path
+        # The tree is <tmp>/sys; what the host uses is read from <tmp>/proc.
+        top = self.useFixture(fixtures.TempDir()).path
+        root = os.path.join(top, 'sys')
+        self.proc = os.path.join(top, 'proc')
         self.tree = SysfsTree(root)
         self.flags(sysfs_root=root, group='agent')
+        self.flags(pci_ids_path=PCI_IDS, group='agent')
         self.flags(host=self.HOST)
         self.logs = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+
+    def write_proc(self, relative, content):
+        """Write a file below the tree's ``proc`` (``self/mountinfo``,
+        ``swaps``...)."""
+        path = os.path.join(self.proc, relative)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, 'w') as f:
+            f.write(content)
 
     def program_through_agent(self, enabled_drivers, driver, data, name):
         """What the conductor asks to program a device the agent reported:
@@ -243,13 +261,18 @@ CARDS.update({
 })
 
 
-def add_netdev(tree, address, name, mac='3c:fd:fe:00:00:01'):
+def add_netdev(tree, address, name, mac='3c:fd:fe:00:00:01', up=True):
     """Give a function the network device ``name``, as its kernel driver
-    does: ``<function>/net/<name>/`` and the ``class/net/<name>`` link."""
+    does: ``<function>/net/<name>/`` and the ``class/net/<name>`` link.
+    The host uses an interface that is ``up``; one it leaves down, a VM
+    can have."""
     path = os.path.join(tree.function_dir(address), 'net', name)
     os.makedirs(path, exist_ok=True)
     tree.write(address, 'net/%s/address' % name, mac + '\n')
-    tree.write(address, 'net/%s/operstate' % name, 'up\n')
+    tree.write(address, 'net/%s/operstate' % name,
+               'up\n' if up else 'down\n')
+    tree.write(address, 'net/%s/flags' % name,
+               '0x1003\n' if up else '0x1002\n')
     tree._link(path, os.path.join(tree.root, 'class', 'net', name))
     return path
 

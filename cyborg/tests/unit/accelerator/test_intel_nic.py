@@ -32,10 +32,10 @@ class IntelNicDriverTest(sysfs.SysfsTestCase):
                 nic_conf.register_nic_type_opts(self.conf, nic_type)
                 self.flags(group=nic_type, **options)
 
-    def nic(self, card, address, netdev=None, **kwargs):
+    def nic(self, card, address, netdev=None, up=True, **kwargs):
         vfs = self.tree.add_card(card, address, **kwargs)
         if netdev:
-            sysfs.add_netdev(self.tree, address, netdev)
+            sysfs.add_netdev(self.tree, address, netdev, up=up)
         return vfs
 
     def driver(self):
@@ -54,7 +54,7 @@ class IntelNicDriverTest(sysfs.SysfsTestCase):
                                          'physnet2:ens2f0|0000:86:00.0'],
             'function_device_mappings': ['GTPv1:ens1f0']})
         vfs = self.nic('x710', '0000:3b:00.0', 'ens1f0', vfs=3)
-        self.nic('xxv710', '0000:5e:00.0', 'ens2f0')
+        self.nic('xxv710', '0000:5e:00.0', 'ens2f0', up=False)
         self.nic('e810', '0000:86:00.0', driver='vfio-pci')
         self.tree.add_card('qat_c62x', '0000:3d:00.0', vfs=2)
         self.tree.add_card('bridge', '0000:00:01.0')
@@ -151,7 +151,7 @@ class IntelNicDriverTest(sysfs.SysfsTestCase):
         self.nic_types(sriov={
             'physical_device_mappings': ['physnet1:ens1f0|ens1f1']})
         vfs = self.nic('xl710', '0000:3b:00.0', 'ens1f0', vfs=2)
-        self.nic('xl710', '0000:3b:00.1', 'ens1f1')
+        self.nic('xl710', '0000:3b:00.1', 'ens1f1', up=False)
         first, second = self.discover()
         self.assertEqual([name(vf) for vf in vfs],
                          [d.name for d in first.deployable_list])
@@ -214,7 +214,7 @@ class IntelNicDriverTest(sysfs.SysfsTestCase):
         self.nic('x710', '0000:d8:00.0', driver='vfio-pci')
         self.tree.write('0000:d8:00.0', 'net', 'junk')
         self.nic('x710', '0000:d8:00.1', driver='vfio-pci')
-        sysfs.add_netdev(self.tree, '0000:d8:00.1', 'eth0:1')
+        sysfs.add_netdev(self.tree, '0000:d8:00.1', 'eth0:1', up=False)
         devices = self.discover()
         self.assertEqual([name(vfs[1]), name('0000:d8:00.0'),
                           name('0000:d8:00.1')],

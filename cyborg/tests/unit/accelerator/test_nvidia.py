@@ -51,7 +51,9 @@ class NvidiaGpuDriverTest(sysfs.SysfsTestCase):
         self.assertEqual('{"bus": "3b", "device": "00", "domain": "0000", '
                          '"function": "0"}', handle.attach_info)
         device = devices[0]
-        self.assertEqual(('GPU', '10de', 'Tesla T4'),
+        # Named as lspci names it from pci.ids (Debian's, trimmed).
+        self.assertEqual(('GPU', '10de',
+                          'NVIDIA Corporation TU104GL [Tesla T4]'),
                          (device.type, device.vendor, device.model))
         self.assertEqual('PCI', device.controlpath_id.cpid_type)
         self.assertEqual(handle.attach_info, device.controlpath_id.cpid_info)
@@ -170,6 +172,52 @@ class NvidiaGpuDriverTest(sysfs.SysfsTestCase):
                          (statuses[0].status, statuses[0].device_type))
 
 
+class VendorInfoTest(sysfs.SysfsTestCase):
+    """What NVIDIA's driver says of a GPU, in vendor_board_info."""
+
+    # /proc/driver/nvidia/gpus/<address>/information of the captured H100
+    # host (cyborg/tests/data/captures/h100-host.json).
+    INFORMATION = ('Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:   \t\t 41\n'
+                   'GPU UUID: \t GPU-0619416a-8689-93d0-30cc-496bc5dc4e74\n'
+                   'Video BIOS: \t 96.00.a5.00.01\nBus Type: \t PCIe\n'
+                   'Bus Location: \t 0000:00:06.0\nDevice Minor: \t 0\n'
+                   'GPU Firmware: \t 580.159.04\nGPU Excluded:\t No\n')
+
+    def board_info(self):
+        [device] = nvidia.NvidiaGpuDriver(self.conf).discover()
+        return json.loads(device.vendor_board_info)
+
+    def test_identity(self):
+        self.tree.add_card('tesla_t4', '0000:00:06.0')
+        self.tree.write('0000:00:06.0', 'device', '0x2330\n')
+        self.tree.write('0000:00:06.0', 'subsystem_vendor', '0x10de\n')
+        self.tree.write('0000:00:06.0', 'subsystem_device', '0x16c1\n')
+        self.assertEqual({'subsystem': '10de:16c1',
+                          'subsystem_name': 'NVIDIA Corporation Device 16c1'},
+                         self.board_info())
+        self.write_proc('driver/nvidia/gpus/0000:00:06.0/information',
+                        self.INFORMATION)
+        info = self.board_info()
+        self.assertEqual({'model': 'NVIDIA H100 80GB HBM3',
+                          'gpu_uuid': 'GPU-0619416a-8689-93d0-30cc-'
+                                      '496bc5dc4e74',
+                          'vbios_version': '96.00.a5.00.01',
+                          'firmware': '580.159.04', 'minor': '0',
+                          'subsystem': '10de:16c1',
+                          'subsystem_name': 'NVIDIA Corporation Device 16c1'},
+                         info)
+        # MIG on, two GPU instances: NVIDIA's capabilities in /proc.
+        for gi in ('gi1', 'gi2'):
+            self.write_proc('driver/nvidia/capabilities/gpu0/mig/%s/access'
+                            % gi, '')
+        self.assertEqual(2, self.board_info()['mig_gpu_instances'])
+
+    def test_nothing_known(self):
+        self.tree.add_card('tesla_t4', '0000:3b:00.0')
+        [device] = nvidia.NvidiaGpuDriver(self.conf).discover()
+        self.assertIsNone(device.vendor_board_info)
+
+
 class VendorVgpuTest(sysfs.SysfsTestCase):
     """Vendor-specific VFIO vGPU (Hopper): each VF carries one vGPU, set
     by number in its nvidia/current_vgpu_type; the driver carves the free
@@ -210,7 +258,8 @@ class VendorVgpuTest(sysfs.SysfsTestCase):
         sysfs.add_vendor_vgpu(self.tree, vf3, [], current=1415)
         self.configure()
         [device] = self.discover()
-        self.assertEqual('H200 SXM 141GB', device.model)
+        # Debian 12's pci.ids predates the H200: lspci's name there.
+        self.assertEqual('NVIDIA Corporation Device 2335', device.model)
         [vgpu] = device.deployable_list
         self.assertEqual(PREFIX + '0000_41_00_0', vgpu.name)
         self.assertEqual('VGPU', self.rc(vgpu))
