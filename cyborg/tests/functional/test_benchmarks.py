@@ -77,11 +77,13 @@ class ReportStormBenchmarkTest(testtools.TestCase):
         self.assertGreater(numbers['conductor_cpu_s'], 0)
         self.assertGreater(numbers['db_writes_first'], 0)
         self.assert_first_requests(numbers, 6, 3)
-        # An unchanged report writes no device row and calls no
-        # Placement; its new sequence is recorded, one UPDATE per host
-        # (so that a report sent before it, delivered late, is refused).
-        self.assertEqual(6, numbers['db_writes_unchanged'])
+        # An unchanged report (with the sequence the conductor holds)
+        # writes nothing and calls no Placement.
+        self.assertEqual(0, numbers['db_writes_unchanged'])
+        self.assertEqual({}, numbers['db_writes_unchanged_by_table'])
         self.assertEqual(0, numbers['placement_requests_unchanged'])
+        self.assertIn('INSERT deployables',
+                      numbers['db_writes_first_by_table'])
 
     def test_small_storm_with_placement_workers(self):
         numbers = self.storm(4, 2, '--placement-workers', '2')
