@@ -14,6 +14,7 @@ import functools
 import sqlite3
 import threading
 import time
+import weakref
 
 from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
@@ -158,8 +159,36 @@ def configure(conf):
                    'db_inc_retry_interval', 'db_max_retry_interval',
                    'db_max_retries', 'use_tpool'):
         options.pop(unused, None)
+    # oslo.db's sleep(0) at every connection check-in lets eventlet's
+    # green threads run; with real threads it only hands the GIL away
+    # at the end of every transaction (and waits to get it back).
+    options['thread_checkin'] = False
     context_manager.configure(**options)
+    context_manager.append_on_engine_create(_keep_sqlite_open)
     _CONFIGURED.append(True)
+
+
+def _keep_sqlite_open(engine):
+    """On a SQLite file, one connection of the engine stays open as long
+    as the engine.
+
+    oslo.db gives SQLite files no pool: every transaction opens its own
+    connection and closes it. When the last connection to a database in
+    WAL mode closes, SQLite checkpoints the log into the database file
+    (with an fsync) and deletes it, and the next transaction creates it
+    again: that was most of the all-in-one's time per request. With one
+    connection always open, the log stays and is checkpointed every
+    thousand pages, as WAL mode intends. That connection runs no
+    transaction, so it blocks no checkpoint and no writer."""
+    if engine.dialect.name != 'sqlite' or engine.url.database in (
+            None, '', ':memory:') or engine.url.database.startswith(
+            'file::memory:'):
+        return
+    _SQLITE_KEEPERS[engine] = engine.raw_connection()
+
+
+#: The connection each SQLite engine keeps open, dropped with the engine.
+_SQLITE_KEEPERS = weakref.WeakKeyDictionary()
 
 
 # How long a SQLite writer waits for another one before giving up.
