@@ -3,8 +3,9 @@ and then with Placement.
 
 The agent sends a report (a list of DriverDevice) with a content hash
 only when its content changed, and with a sequence that grows with every
-new content it sends (the same report sent again keeps its sequence). The conductor keeps per host (``hosts``): the hash of the
-report its device rows show (``report_hash``), a generation bumped by
+new content it sends (the same report sent again keeps its sequence).
+The conductor keeps per host (``hosts``): the hash of the report its
+device rows show (``report_hash``), a generation bumped by
 every report that changed them (``report_generation``), the generation
 Placement was last synced to (``synced_generation``) and the newest
 sequence applied (``report_seq``). Then:

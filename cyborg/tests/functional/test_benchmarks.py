@@ -43,6 +43,19 @@ class APIBenchmarkTest(testtools.TestCase):
         self.assertEqual((9, 9), (numbers['booted'], numbers['nova_events']))
         self.assertLessEqual(numbers['nova_event_posts'], 9)
         self.assertGreater(numbers['cycle_sequential_server_cpu_ms'], 0)
+        # Nova's whole sequence, the profile's GET by name included.
+        self.assertIn('profile', numbers['cycle_sequential_steps_p50_ms'])
+
+    def test_small_run_of_the_all_in_one(self):
+        # cyborg-aio as the README starts it: its own agent's device, its
+        # embedded Placement, events to the benchmark's Nova.
+        numbers = run_bench(self, 'api', '--aio', '--lists', '0',
+                            '--cycles', '4', '--concurrency', '2')
+        self.assertEqual(('cyborg-aio', 'sqlite', 0), (
+            numbers['server'], numbers['database'],
+            numbers['cycle_concurrent_errors']))
+        self.assertEqual((6, 6), (numbers['booted'], numbers['nova_events']))
+        self.assertGreater(numbers['cycle_concurrent_server_cpu_ms'], 0)
 
 
 class ReportStormBenchmarkTest(testtools.TestCase):
