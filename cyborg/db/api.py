@@ -165,7 +165,55 @@ def configure(conf):
     options['thread_checkin'] = False
     context_manager.configure(**options)
     context_manager.append_on_engine_create(_keep_sqlite_open)
+    context_manager.append_on_engine_create(ping_only_idle)
     _CONFIGURED.append(True)
+
+
+#: A pooled server connection idle longer than this is checked (one
+#: round trip) before it is used again.
+PING_AFTER_IDLE_S = 2.0
+
+_IDLE_SINCE = 'cyborg_idle_since'
+
+
+def ping_only_idle(engine):
+    """On a database server, check a pooled connection before use only
+    when it was idle for PING_AFTER_IDLE_S or longer.
+
+    oslo.db turns SQLAlchemy's ``pool_pre_ping`` on: one round trip to
+    the server before every transaction, a quarter of the all-in-one's
+    time per request on MariaDB. A connection used a moment ago is alive
+    as far as a ping can tell; one that sat idle (the server restarted,
+    or closed it) is pinged as before, and one that fails its ping is
+    replaced. A connection that dies between its ping and its use fails
+    its transaction, as with pre-ping."""
+    if engine.dialect.name == 'sqlite':
+        return
+    # What pool_pre_ping sets; the listener below pings instead.
+    engine.pool._pre_ping = False
+
+    def mark_idle(_dbapi_connection, record, *_args):
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    sa.event.listen(engine, 'connect', mark_idle)
+    sa.event.listen(engine, 'checkin', mark_idle)
+    sa.event.listen(engine, 'checkout', _ping_if_idle)
+
+
+def _ping_if_idle(dbapi_connection, record, _proxy):
+    since = record.info.get(_IDLE_SINCE)
+    if since is not None and time.monotonic() - since < PING_AFTER_IDLE_S:
+        return
+    try:
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute('SELECT 1')
+            cursor.fetchall()
+        finally:
+            cursor.close()
+    except Exception as e:
+        # The pool drops this connection and checks out a new one.
+        raise sa.exc.DisconnectionError(str(e)) from e
 
 
 def _keep_sqlite_open(engine):
