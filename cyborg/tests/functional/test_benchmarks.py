@@ -116,6 +116,10 @@ class ReportStormBenchmarkTest(testtools.TestCase):
                          (numbers['placement'], numbers['hosts']))
         # Every request counted, in either worker.
         self.assert_first_requests(numbers, 4, 2)
+        # And what each kind cost Placement.
+        self.assertEqual(
+            set(numbers['placement_requests_first_by_kind']),
+            set(numbers['placement_cpu_ms_per_request_first']))
 
 
 class AgentBenchmarkTest(testtools.TestCase):
