@@ -164,7 +164,7 @@ def configure(conf):
     # at the end of every transaction (and waits to get it back).
     options['thread_checkin'] = False
     context_manager.configure(**options)
-    context_manager.append_on_engine_create(_keep_sqlite_open)
+    context_manager.append_on_engine_create(keep_sqlite_open)
     context_manager.append_on_engine_create(ping_only_idle)
     _CONFIGURED.append(True)
 
@@ -216,7 +216,7 @@ def _ping_if_idle(dbapi_connection, record, _proxy):
         raise sa.exc.DisconnectionError(str(e)) from e
 
 
-def _keep_sqlite_open(engine):
+def keep_sqlite_open(engine):
     """On a SQLite file, one connection of the engine stays open as long
     as the engine.
 

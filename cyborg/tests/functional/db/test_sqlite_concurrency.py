@@ -63,7 +63,7 @@ class SQLiteLogKeptTest(base.TestCase):
                                        thread_checkin=False)
         self.addCleanup(engine.dispose)
         if keep:
-            db_api._keep_sqlite_open(engine)
+            db_api.keep_sqlite_open(engine)
         with engine.begin() as connection:
             connection.exec_driver_sql('CREATE TABLE t (x INTEGER)')
         with engine.begin() as connection:
@@ -79,5 +79,5 @@ class SQLiteLogKeptTest(base.TestCase):
     def test_nothing_kept_for_a_database_in_memory(self):
         engine = engines.create_engine('sqlite://')
         self.addCleanup(engine.dispose)
-        db_api._keep_sqlite_open(engine)
+        db_api.keep_sqlite_open(engine)
         self.assertNotIn(engine, db_api._SQLITE_KEEPERS)
