@@ -22,10 +22,14 @@ A report carries the hardware list too (:mod:`cyborg.objects.hardware`):
 every PCI function the drivers looked at, offered or not and why; the
 hash covers it, so a changed decision alone is a new report.
 
-Every report carries a sequence higher than any the agent sent before (at
-least the time in microseconds, above the last one it saved and the one
-the conductor's hello answer names), so that a report the conductor gets
-late, after a newer one, is refused instead of replacing it.
+Every report of new content carries a sequence higher than any the agent
+sent before (at least the time in microseconds, above the last one it
+saved and the one the conductor's hello answer names), so that a report
+the conductor gets late, after a newer one, is refused instead of
+replacing it. The sequence moves only when the content does: the same
+report sent again (a resend, a full report the conductor asked for)
+carries the sequence it was first sent with, which the conductor holds
+already when it shows the report, so that it costs no database write.
 
 The protocol needs no RPC server and no drivers: a ``Reporter`` is given
 the survey of the hardware to report and the conductor's client (a fake
@@ -106,6 +110,17 @@ def _applied_seq(host):
     return None
 
 
+def _last_sent(state):
+    """(hash, sequence) of the last report sent, as the state file
+    ``state`` (or None) says: the accepted report's, when no report was
+    sent after it. None when unsure: reports sent after the one the file
+    names may still be on their way."""
+    if (state is None or state.trusted_hash is None
+            or state.report_seq is None):
+        return None
+    return state.trusted_hash, state.report_seq
+
+
 def _supported_version(error, obj):
     """The version of ``obj``'s class that the server which answered
     ``error`` (a RemoteError) supports, when ``error`` says it cannot
@@ -152,6 +167,9 @@ class Reporter:
         self.accepted_hash = self._state and self._state.trusted_hash
         # The sequence of the last report sent (or the conductor applied).
         self._seq = (self._state and self._state.report_seq) or 0
+        # (hash, sequence) of the last report sent: sent again, it keeps
+        # its sequence.
+        self._sent = _last_sent(self._state)
         # What the conductor takes (HARDWARE, SEQUENCE or PLAIN), lowered
         # when one of an older release refuses it, until the next hello.
         self._level = HARDWARE
@@ -242,7 +260,9 @@ class Reporter:
 
     def report(self, context, resend=True):
         """Discover and send the devices if they changed since the last
-        accepted report; True if sent and accepted. With ``resend``
+        accepted report, or a report sent after it is still pending (it
+        may yet be applied: what the conductor accepted goes again, with
+        a higher sequence); True if sent and accepted. With ``resend``
         False, a report equal to the pending one is left to the heartbeat.
         """
         with self._report_lock:
@@ -250,8 +270,7 @@ class Reporter:
             if self._level < HARDWARE:
                 hardware = None
             digest = report_hash(devices, hardware)
-            if digest == self.accepted_hash:
-                self._pending = None
+            if digest == self.accepted_hash and self._pending is None:
                 return False
             if not resend and self._pending and self._pending[0] == digest:
                 return False
@@ -264,8 +283,15 @@ class Reporter:
                 return False
             return self._send(context, *self._pending)
 
-    def _next_seq(self):
+    def _seq_for(self, digest):
+        """The sequence of a report hashed ``digest``: the one it was sent
+        with last, if it was the last report sent and no newer sequence
+        is known since (the hello's answer may name one); else the next
+        one."""
+        if self._sent is not None and self._sent == (digest, self._seq):
+            return self._seq
         self._seq = next_report_seq(self._seq)
+        self._sent = (digest, self._seq)
         return self._seq
 
     def _report_data(self, context, digest, devices, hardware):
@@ -283,7 +309,7 @@ class Reporter:
                 digest, hardware = report_hash(devices), None
             extra = {}
             if level >= SEQUENCE:
-                extra['report_seq'] = self._next_seq()
+                extra['report_seq'] = self._seq_for(digest)
             if hardware is not None:
                 extra['hardware'] = hardware
             try:

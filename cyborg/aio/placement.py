@@ -9,6 +9,8 @@ from placement import conf as placement_conf
 from placement import db_api as placement_db_api
 from placement import deploy as placement_deploy
 
+from cyborg.db import api as db_api
+
 PREFIX = '/placement'
 
 
@@ -33,6 +35,9 @@ def build_app(state_dir, connection=None, sync=True):
                 'role:service"\n')
     conf.set_override('policy_file', policy, group='oslo_policy')
     placement_db_api.configure(conf)
+    # Its SQLite file's log kept between transactions, as cyborg's.
+    placement_db_api.placement_context_manager.append_on_engine_create(
+        db_api.keep_sqlite_open)
     app = placement_deploy.loadapp(conf)
     if url.startswith('sqlite'):
         return _one_writer_at_a_time(app)

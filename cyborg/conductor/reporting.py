@@ -3,15 +3,17 @@ and then with Placement.
 
 The agent sends a report (a list of DriverDevice) with a content hash
 only when its content changed, and with a sequence that grows with every
-report it sends. The conductor keeps per host (``hosts``): the hash of the
-report its device rows show (``report_hash``), a generation bumped by
+new content it sends (the same report sent again keeps its sequence).
+The conductor keeps per host (``hosts``): the hash of the report its
+device rows show (``report_hash``), a generation bumped by
 every report that changed them (``report_generation``), the generation
 Placement was last synced to (``synced_generation``) and the newest
 sequence applied (``report_seq``). Then:
 
 1. a report whose hash the rows show, with Placement synced to them, is
-   answered at once: one SELECT for a whole batch of them (and, when its
-   sequence is new, a one-row UPDATE of the sequence, nothing else);
+   answered at once: one SELECT for a whole batch of them, no write
+   (only when its sequence is new, which takes an agent that sent other
+   content since, a one-row UPDATE of the sequence, nothing else);
 2. otherwise the report is applied in ONE writer transaction under the
    host's row lock: a report older than one already applied (a lower
    sequence: sent earlier, delivered late, perhaps through another

@@ -77,6 +77,12 @@ class AllInOneTest(testtools.TestCase):
         provider = self.providers()['aio-test-host']
         self.assertEqual(aio_service.compute_node_uuid('aio-test-host'),
                          provider['uuid'])
+        # Both databases keep their write-ahead log between transactions
+        # (a connection stays open), rather than checkpointing and
+        # deleting it at the end of each.
+        for name in ('cyborg.sqlite', 'placement.sqlite'):
+            self.assertTrue(os.path.exists(os.path.join(
+                self.state_dir, name + '-wal')), name)
         self.assertEqual(0, aio.terminate())
         # Every request is in the log: cyborg's API and the embedded
         # Placement's, each in the form of OpenStack services.

@@ -43,6 +43,19 @@ class APIBenchmarkTest(testtools.TestCase):
         self.assertEqual((9, 9), (numbers['booted'], numbers['nova_events']))
         self.assertLessEqual(numbers['nova_event_posts'], 9)
         self.assertGreater(numbers['cycle_sequential_server_cpu_ms'], 0)
+        # Nova's whole sequence, the profile's GET by name included.
+        self.assertIn('profile', numbers['cycle_sequential_steps_p50_ms'])
+
+    def test_small_run_of_the_all_in_one(self):
+        # cyborg-aio as the README starts it: its own agent's device, its
+        # embedded Placement, events to the benchmark's Nova.
+        numbers = run_bench(self, 'api', '--aio', '--lists', '0',
+                            '--cycles', '4', '--concurrency', '2')
+        self.assertEqual(('cyborg-aio', 'sqlite', 0), (
+            numbers['server'], numbers['database'],
+            numbers['cycle_concurrent_errors']))
+        self.assertEqual((6, 6), (numbers['booted'], numbers['nova_events']))
+        self.assertGreater(numbers['cycle_concurrent_server_cpu_ms'], 0)
 
 
 class ReportStormBenchmarkTest(testtools.TestCase):
@@ -77,11 +90,13 @@ class ReportStormBenchmarkTest(testtools.TestCase):
         self.assertGreater(numbers['conductor_cpu_s'], 0)
         self.assertGreater(numbers['db_writes_first'], 0)
         self.assert_first_requests(numbers, 6, 3)
-        # An unchanged report writes no device row and calls no
-        # Placement; its new sequence is recorded, one UPDATE per host
-        # (so that a report sent before it, delivered late, is refused).
-        self.assertEqual(6, numbers['db_writes_unchanged'])
+        # An unchanged report (with the sequence the conductor holds)
+        # writes nothing and calls no Placement.
+        self.assertEqual(0, numbers['db_writes_unchanged'])
+        self.assertEqual({}, numbers['db_writes_unchanged_by_table'])
         self.assertEqual(0, numbers['placement_requests_unchanged'])
+        self.assertIn('INSERT deployables',
+                      numbers['db_writes_first_by_table'])
 
     def test_small_storm_with_placement_workers(self):
         numbers = self.storm(4, 2, '--placement-workers', '2')
@@ -101,6 +116,10 @@ class ReportStormBenchmarkTest(testtools.TestCase):
                          (numbers['placement'], numbers['hosts']))
         # Every request counted, in either worker.
         self.assert_first_requests(numbers, 4, 2)
+        # And what each kind cost Placement.
+        self.assertEqual(
+            set(numbers['placement_requests_first_by_kind']),
+            set(numbers['placement_cpu_ms_per_request_first']))
 
 
 class AgentBenchmarkTest(testtools.TestCase):

@@ -1,6 +1,7 @@
 """Agents' reports reconciled with a real database and a real Placement."""
 
 import json
+import os
 import threading
 from unittest import mock
 import uuid
@@ -25,6 +26,7 @@ from cyborg.db import models
 from cyborg.db import hardware as db_hardware
 from cyborg.objects import driver_device as dd
 from cyborg.objects import hardware as hardware_obj
+from cyborg.objects import host as host_obj
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import placement_fixture
@@ -78,6 +80,26 @@ class _Row:
         self.num_accelerators = num_accelerators
 
 
+class _InProcessConductor:
+    """The conductor's side of an agent's hello and report, called in
+    this process: what its RPC endpoints run."""
+
+    def __init__(self, conf):
+        self.reporting = reporting.Reporting(conf)
+
+    def agent_hello(self, context, hello, timeout=None):
+        row, drivers, _was_down = db_hosts.record_hello(
+            context, hello.hostname, hello.endpoint, hello.version, [])
+        return host_obj.Host(hostname=row.hostname, status='up',
+                             report_generation=row.report_generation,
+                             report_seq=row.report_seq)
+
+    def report_data(self, context, hostname, devices, report_hash,
+                    report_seq=None, hardware=None, timeout=None):
+        return self.reporting.report(context, hostname, devices,
+                                     report_hash, report_seq, hardware)
+
+
 class _ReportingTests:
     """Run by the classes at the end against each database."""
 
@@ -93,10 +115,12 @@ class _ReportingTests:
                               [])
         self.root = self.placement.create_compute_node(self.hostname)
         self.writes = []
+        self.statements = []
         sa.event.listen(self.database.engine, 'before_cursor_execute',
                         self._count_write)
 
     def _count_write(self, _conn, _cursor, statement, *_args):
+        self.statements.append(statement)
         if statement.lstrip().upper().startswith(WRITES):
             self.writes.append(statement)
 
@@ -174,6 +198,46 @@ class _ReportingTests:
         self.assertEqual(digest, accepted)
         self.assertEqual([], self.writes)
         self.assertEqual([], self.placement.requests())
+
+    def agent_reporter(self, devices):
+        """A real agent's Reporter for our host, offering ``devices``,
+        with its state file, talking to this database's conductor."""
+        return agent_reporter.Reporter(
+            self.hostname, self.conf, lambda: (devices, None), list,
+            _InProcessConductor(self.conf))
+
+    def test_an_agent_sending_its_report_again_writes_nothing(self):
+        state_dir = self.useFixture(fixtures.TempDir()).path
+        self.flags(state_file=os.path.join(state_dir, 'state.json'),
+                   sysfs_root=state_dir, group='agent')
+        devices = [get_test_device(self.hostname),
+                   get_test_device(self.hostname, function=1)]
+        agent = self.agent_reporter(devices)
+        self.assertTrue(agent.hello(self.ctx))
+        self.assertTrue(agent.report(self.ctx))
+        applied = self.state()
+        # The conductor asks for a full report (a re-registration), and
+        # then the agent restarts (from its state file) and is asked
+        # again: the same report, with the sequence the database holds.
+        for again in (agent, self.agent_reporter(devices)):
+            self.assertTrue(again.hello(self.ctx, full_report=True))
+            self.placement.requests()
+            del self.statements[:], self.writes[:]
+            self.assertTrue(again.report(self.ctx))
+            self.assertEqual([], self.writes)
+            # One SELECT of the host's report state answers it.
+            self.assertEqual(['SELECT'], [
+                statement.split()[0].upper()
+                for statement in self.statements
+                if statement.split()[0].upper() not in ('BEGIN',
+                                                        'COMMIT')])
+            self.assertEqual([], self.placement.requests())
+            self.assertEqual(applied, self.state())
+        # New content moves the sequence on, and is applied.
+        devices.pop()
+        self.assertTrue(agent.report(self.ctx))
+        self.assertGreater(self.state().report_seq, applied.report_seq)
+        self.assertEqual(1, len(self.host_deployables()))
 
     def test_same_content_new_hash_writes_no_device_rows(self):
         devices = [get_test_device(self.hostname)]

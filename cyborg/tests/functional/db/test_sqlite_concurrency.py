@@ -3,6 +3,10 @@ conductor's threads (agents' hellos, reports, binds) must wait for each
 other, not fail with "database is locked"; readers run meanwhile."""
 
 import concurrent.futures
+import os
+
+import fixtures
+from oslo_db.sqlalchemy import engines
 
 from cyborg.common import context as cyborg_context
 from cyborg.db import api as db_api
@@ -46,3 +50,34 @@ class SQLiteConcurrentWritersTest(base.TestCase):
             self.assertEqual(db_api.SQLITE_BUSY_TIMEOUT_MS,
                              connection.exec_driver_sql(
                                  'PRAGMA busy_timeout').scalar())
+
+
+class SQLiteLogKeptTest(base.TestCase):
+    """The write-ahead log survives the end of a transaction when the
+    engine keeps a connection open, instead of being checkpointed and
+    deleted with every transaction's connection."""
+
+    def wal_after_a_write(self, keep):
+        path = self.useFixture(fixtures.TempDir()).join('kept.sqlite')
+        engine = engines.create_engine('sqlite:///%s' % path,
+                                       thread_checkin=False)
+        self.addCleanup(engine.dispose)
+        if keep:
+            db_api.keep_sqlite_open(engine)
+        with engine.begin() as connection:
+            connection.exec_driver_sql('CREATE TABLE t (x INTEGER)')
+        with engine.begin() as connection:
+            connection.exec_driver_sql('INSERT INTO t VALUES (1)')
+        return os.path.exists(path + '-wal')
+
+    def test_kept_open_the_log_stays(self):
+        self.assertTrue(self.wal_after_a_write(keep=True))
+
+    def test_without_it_every_last_close_removes_the_log(self):
+        self.assertFalse(self.wal_after_a_write(keep=False))
+
+    def test_nothing_kept_for_a_database_in_memory(self):
+        engine = engines.create_engine('sqlite://')
+        self.addCleanup(engine.dispose)
+        db_api.keep_sqlite_open(engine)
+        self.assertNotIn(engine, db_api._SQLITE_KEEPERS)

@@ -173,16 +173,60 @@ class ReportSequenceTest(base.AgentTestCase):
         self.tree.add_card('tesla_t4', address)
         agent.reporter.rescan()
 
-    def test_each_report_has_a_higher_sequence(self):
+    def test_each_new_report_has_a_higher_sequence(self):
         agent = self.started_agent()
         self._change(agent, base.SECOND_GPU)
         self.conductor.accept = False
         self.tree.remove(base.SECOND_GPU)
         agent.reporter.rescan()
-        agent.reporter.keep_alive()
         seqs = self.conductor.seqs
-        self.assertEqual(4, len(seqs))
+        self.assertEqual(3, len(seqs))
         self.assertEqual(sorted(set(seqs)), seqs)
+
+    def test_a_report_sent_again_keeps_its_sequence(self):
+        # Resent, or sent again as the full report a conductor asks for,
+        # the same content carries the sequence the conductor holds.
+        agent = self.started_agent()
+        self.conductor.accept = False
+        self._change(agent, base.SECOND_GPU)
+        agent.reporter.keep_alive()
+        self.conductor.accept = True
+        agent.reporter.keep_alive()
+        agent.reporter.reregister(context.get_admin_context())
+        first, *again = self.conductor.seqs[1:]
+        self.assertEqual([first] * 3, again)
+        self.assertEqual(first, self.conductor.report_seq)
+        # So does a restarted agent's, from its state file.
+        restarted = self.agent()
+        restarted.reporter.reregister(context.get_admin_context())
+        self.assertEqual(first, self.conductor.seqs[-1])
+
+    def test_a_newer_sequence_named_by_the_hello_is_not_reused(self):
+        agent = self.started_agent()
+        self.conductor.report_seq = self.conductor.seqs[-1] + 10 ** 12
+        agent.reporter.reregister(context.get_admin_context())
+        self.assertGreater(self.conductor.seqs[-1],
+                           self.conductor.seqs[-2])
+        self.assertEqual(self.conductor.report_hash,
+                         agent.reporter.accepted_hash)
+
+    def test_going_back_to_the_accepted_report_outruns_the_pending(self):
+        # A report the conductor did not answer may yet be applied: when
+        # the hardware goes back to what the conductor accepted before,
+        # that goes again, with a higher sequence than the pending one.
+        agent = self.started_agent()
+        accepted = agent.reporter.accepted_hash
+        self.conductor.down = True
+        self._change(agent, base.SECOND_GPU)
+        self.conductor.down = False
+        self.tree.remove(base.SECOND_GPU)
+        agent.reporter.rescan()
+        self.assertEqual(['report'], self.conductor.take_calls())
+        self.assertEqual(accepted, self.conductor.report_hash)
+        self.assertGreater(self.conductor.seqs[-1], self.conductor.seqs[0])
+        self.assertEqual(accepted, agent.reporter.accepted_hash)
+        agent.reporter.keep_alive()
+        self.assertEqual(['heartbeat'], self.conductor.take_calls())
 
     def test_a_restarted_agent_goes_on_above_the_saved_sequence(self):
         agent = self.started_agent()
