@@ -53,11 +53,11 @@ SOURCE_TABLES = ('device_profiles', 'devices', 'controlpath_ids',
                  'extended_accelerator_requests')
 
 #: Our tables a real run fills or, with ``force``, empties first
-#: (children first).
+#: (children first). ``adoptions`` keeps the record of every run.
 TARGET_TABLES = ('accelerators', 'extended_accelerator_requests',
                  'attach_handles', 'attributes', 'deployables',
                  'controlpath_ids', 'devices', 'device_profiles',
-                 'host_hardware', 'host_drivers', 'hosts', 'adoptions')
+                 'host_hardware', 'host_drivers', 'hosts')
 
 #: The name an adopted, unfinished bind carries as its conductor.
 ADOPTED_CONDUCTOR = 'adopted'

@@ -1,0 +1,201 @@
+"""Adoption of real upstream Cyborg databases (issue 27).
+
+For OpenStack Cyborg 17.0.0 and 14.1.0, on MariaDB and PostgreSQL: the
+upstream database gets its schema from upstream's own ``cyborg-dbsync``
+and its rows from upstream's own DB API (``upstream_fill.py``), once per
+release and server for the whole module (``cyborg.tests.functional.
+upstream``); each test adopts it into a fresh cyborg database and checks,
+uuid by uuid, that our API names the same things and that Nova's calls
+for the adopted servers work.
+"""
+
+import json
+
+from cyborg.db import adopt
+from cyborg.db import models
+from cyborg.tests.functional.api import base
+from cyborg.tests.functional import upstream
+
+_DATABASES = upstream.Databases()
+
+
+def tearDownModule():
+    _DATABASES.drop_all()
+
+
+class _AdoptionTests:
+    """Run by the classes at the end, one per release and server."""
+
+    release = None
+
+    def setUp(self):
+        super().setUp()
+        self.upstream = _DATABASES.get(self, self.release, self.backend)
+        self.written = self.upstream.written
+
+    def adopt(self, **kwargs):
+        revision, source = adopt.read_source(self.upstream.url)
+        the_plan = adopt.plan(revision, source)
+        adopt.apply(self.db.engine, the_plan, **kwargs)
+        return the_plan
+
+    def _all(self, path, key, **kwargs):
+        response = self.get(path, **kwargs)
+        self.assertEqual(200, response.status_int, response.body)
+        return {item['uuid']: item for item in response.json[key]}
+
+    def test_plan_adopts_every_row(self):
+        the_plan = self.adopt()
+        self.assertEqual([], the_plan.rejected)
+        self.assertEqual({'device_profiles': 2, 'devices': 3,
+                          'controlpath_ids': 3, 'deployables': 3,
+                          'attributes': 9, 'attach_handles': 5,
+                          'extended_accelerator_requests': 6, 'hosts': 2},
+                         the_plan.counts())
+
+    def test_devices_deployables_and_attributes_keep_their_uuids(self):
+        self.adopt()
+        devices = self._all('/v2/devices', 'devices')
+        deployables = self._all('/v2/deployables', 'deployables')
+        attributes = self._all('/v2/attributes', 'attributes')
+        self.assertEqual({d['uuid'] for d in self.written['devices']},
+                         set(devices))
+        for device in self.written['devices']:
+            ours = devices[device['uuid']]
+            self.assertEqual((device['hostname'], device['type']),
+                             (ours['hostname'], ours['type']))
+            wanted = device['deployable']
+            deployable = deployables[wanted['uuid']]
+            self.assertEqual(
+                (wanted['name'], wanted['rp_uuid'],
+                 wanted['num_accelerators']),
+                (deployable['name'], deployable['rp_uuid'],
+                 deployable['num_accelerators']))
+            for key, (attribute_uuid, value) in device['attributes'].items():
+                self.assertEqual(
+                    (wanted['id'], key, value),
+                    tuple(attributes[attribute_uuid][k] for k in (
+                        'deployable_id', 'key', 'value')))
+
+    def test_control_path_ids_and_handles_keep_their_uuids(self):
+        self.adopt()
+        with self.db.engine.connect() as connection:
+            cpids = dict(connection.execute(
+                models.ControlpathID.__table__.select().with_only_columns(
+                    models.ControlpathID.uuid, models.ControlpathID.cpid_info)
+            ).all())
+            handles = dict(connection.execute(
+                models.AttachHandle.__table__.select().with_only_columns(
+                    models.AttachHandle.uuid, models.AttachHandle.in_use)
+            ).all())
+        self.assertEqual({d['cpid']: d['cpid_info']
+                          for d in self.written['devices']}, cpids)
+        bound = {arq['attach_handle_id'] for arq in self.written['arqs']}
+        self.assertEqual(
+            {handle_uuid: handle_id in bound
+             for device in self.written['devices']
+             for handle_id, handle_uuid in device['handles']}, handles)
+
+    def test_device_profiles_keep_uuid_name_groups_and_description(self):
+        self.adopt()
+        profiles = self._all('/v2/device_profiles', 'device_profiles')
+        self.assertEqual(
+            {p['uuid']: (name, p['description'], p['groups'])
+             for name, p in self.written['profiles'].items()},
+            {u: (p['name'], p['description'], p['groups'])
+             for u, p in profiles.items()})
+
+    def test_every_arq_in_every_state(self):
+        self.adopt()
+        arqs = self._all('/v2/accelerator_requests', 'arqs')
+        fields = ('state', 'hostname', 'device_rp_uuid', 'instance_uuid',
+                  'project_id')
+        self.assertEqual(
+            {a['uuid']: tuple(a[f] for f in fields)
+             for a in self.written['arqs']},
+            {u: tuple(a[f] for f in fields) for u, a in arqs.items()})
+        handles = {handle_id: handle_uuid
+                   for device in self.written['devices']
+                   for handle_id, handle_uuid in device['handles']}
+        bound = [a for a in self.written['arqs'] if a['state'] == 'Bound']
+        self.assertEqual(handles[bound[0]['attach_handle_id']],
+                         arqs[bound[0]['uuid']]['attach_handle_uuid'])
+        self.assertEqual('PCI', arqs[bound[0]['uuid']]['attach_handle_type'])
+
+    def test_nova_finds_and_deletes_the_arqs_of_an_adopted_server(self):
+        self.adopt()
+        bound = [a for a in self.written['arqs'] if a['state'] == 'Bound'][0]
+        nova = dict(base.NOVA)
+        found = self.get('/v2/accelerator_requests', headers=nova,
+                         service=True, instance=bound['instance_uuid'],
+                         bind_state='resolved')
+        self.assertEqual(200, found.status_int, found.body)
+        self.assertEqual([bound['uuid']],
+                         [a['uuid'] for a in found.json['arqs']])
+        deleted = self.delete('/v2/accelerator_requests', headers=nova,
+                              service=True, instance=bound['instance_uuid'])
+        self.assertEqual(204, deleted.status_int, deleted.body)
+        self.assertEqual([], self.get(
+            '/v2/accelerator_requests', headers=nova, service=True,
+            instance=bound['instance_uuid']).json['arqs'])
+        with self.db.engine.connect() as connection:
+            in_use = connection.execute(
+                models.AttachHandle.__table__.select().with_only_columns(
+                    models.AttachHandle.in_use).where(
+                    models.AttachHandle.id == bound['attach_handle_id'])
+            ).scalar()
+        self.assertFalse(in_use)
+
+    def test_new_rows_get_new_ids_after_the_adopted_ones(self):
+        self.adopt()
+        created = self.post('/v2/device_profiles', [{
+            'name': 'after-adoption',
+            'groups': [{'resources:FPGA': '1'}]}])
+        self.assertEqual(201, created.status_int, created.body)
+        with self.db.engine.connect() as connection:
+            ids = dict(connection.execute(
+                models.DeviceProfile.__table__.select().with_only_columns(
+                    models.DeviceProfile.name, models.DeviceProfile.id)
+            ).all())
+        self.assertGreater(ids['after-adoption'],
+                           max(p['id'] for p in
+                               self.written['profiles'].values()))
+
+    def test_a_second_run_is_refused_then_replaces_with_force(self):
+        self.adopt()
+        self.assertRaisesRegex(adopt.AdoptError, 'not empty', self.adopt)
+        self.adopt(force=True)
+        with self.db.engine.connect() as connection:
+            counts = adopt.target_counts(connection)
+            record = adopt.latest(connection)
+            adoptions = connection.execute(
+                models.Adoption.__table__.select()).all()
+        self.assertEqual(3, counts['devices'])
+        self.assertEqual(2, len(adoptions))
+        self.assertEqual(upstream_revision(self.release),
+                         record['source_revision'])
+        self.assertEqual(3, json.loads(record['counts'])['devices'])
+
+
+def upstream_revision(release):
+    return {'17.0.0': 'b47c8f2d1e3a', '14.1.0': '6c77bd6afea5'}[release]
+
+
+class Upstream17MySQLTest(_AdoptionTests, base.APIResourceTestCase):
+    release = '17.0.0'
+    backend = 'mysql'
+
+
+class Upstream17PostgreSQLTest(_AdoptionTests, base.APIResourceTestCase):
+    release = '17.0.0'
+    backend = 'postgresql'
+
+
+class Upstream14MySQLTest(_AdoptionTests, base.APIResourceTestCase):
+    release = '14.1.0'
+    backend = 'mysql'
+
+
+class Upstream14PostgreSQLTest(_AdoptionTests, base.APIResourceTestCase):
+    release = '14.1.0'
+    backend = 'postgresql'
