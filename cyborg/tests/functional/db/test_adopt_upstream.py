@@ -5,15 +5,24 @@ upstream database gets its schema from upstream's own ``cyborg-dbsync``
 and its rows from upstream's own DB API (``upstream_fill.py``), once per
 release and server for the whole module (``cyborg.tests.functional.
 upstream``); each test adopts it into a fresh cyborg database and checks,
-uuid by uuid, that our API names the same things and that Nova's calls
-for the adopted servers work.
+uuid by uuid, that our API names the same things, that Nova's calls
+for the adopted servers work, and that the first report of our agent on
+an unchanged host writes nothing to a Placement that shows upstream's
+providers.
 """
 
 import json
 
+from cyborg.agent import reporter as agent_reporter
+from cyborg.common import context as cyborg_context
+from cyborg.common.clients import placement as placement_client
+from cyborg.conductor import reporting
 from cyborg.db import adopt
+from cyborg.db import hosts as db_hosts
 from cyborg.db import models
+from cyborg.objects import driver_device as dd
 from cyborg.tests.functional.api import base
+from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import upstream
 
 _DATABASES = upstream.Databases()
@@ -175,6 +184,90 @@ class _AdoptionTests:
         self.assertEqual(upstream_revision(self.release),
                          record['source_revision'])
         self.assertEqual(3, json.loads(record['counts'])['devices'])
+
+    def test_first_report_of_an_unchanged_host_writes_nothing(self):
+        """Zero churn: Placement shows upstream's providers; our agent
+        reports the hardware upstream's agent reported; no Placement
+        write, no provider generation moves, the report is accepted."""
+        self.adopt()
+        placement = self.useFixture(placement_fixture.Placement(self.conf))
+        roots = upstream_providers(placement, self.written['devices'])
+        before = tree_generations(placement, roots)
+        placement.requests()
+        ctx = cyborg_context.get_admin_context()
+        for hostname in sorted(roots):
+            devices = reported_devices(self.written['devices'], hostname)
+            digest = agent_reporter.report_hash(devices)
+            self.assertEqual(digest, reporting.Reporting(self.conf).report(
+                ctx, hostname, devices, digest))
+            self.assertEqual(digest, db_hosts.get_report_state(
+                ctx, hostname).report_hash)
+        self.assertEqual([], [r for r in placement.requests()
+                              if r[0] != 'GET'])
+        self.assertEqual(before, tree_generations(placement, roots))
+
+
+def upstream_providers(placement, devices):
+    """The providers upstream's conductor made for ``devices``: a child
+    of the host's compute node per deployable, named by it, uuid derived
+    from the name, inventory ``{rc: total, max_unit}``, traits those of
+    its ``trait*`` attributes. ``{hostname: compute node uuid}``."""
+    client = placement.client
+    roots = {}
+    for device in devices:
+        host = device['hostname']
+        if host not in roots:
+            roots[host] = placement.create_compute_node(
+                host, remove_after=True)['uuid']
+        deployable = device['deployable']
+        child = placement_client.create_provider(
+            client, deployable['name'], uuid=deployable['rp_uuid'],
+            parent_uuid=roots[host])
+        placement_client.set_inventories(
+            client, child['uuid'], child['generation'],
+            {deployable['rc']: {'total': deployable['num_accelerators'],
+                                'max_unit': deployable['num_accelerators']}})
+        for trait in deployable['traits']:
+            if trait.startswith('CUSTOM_'):
+                placement_client.ensure_trait(client, trait)
+        placement_client.set_traits(
+            client, child['uuid'],
+            placement_client.get_provider(client,
+                                          child['uuid'])['generation'],
+            deployable['traits'])
+    return roots
+
+
+def tree_generations(placement, roots):
+    return {p['uuid']: p['generation'] for root in roots.values()
+            for p in placement_client.list_tree(placement.client, root)}
+
+
+def reported_devices(devices, hostname):
+    """What our agent reports on ``hostname`` when it finds the hardware
+    upstream's agent found there."""
+    report = []
+    for device in devices:
+        if device['hostname'] != hostname:
+            continue
+        deployable = device['deployable']
+        attributes = [dd.DriverAttribute(key=key, value=value)
+                      for key, (_uuid, value) in device['attributes'].items()]
+        handles = [dd.DriverAttachHandle(
+            attach_type=device['attach_type'], in_use=False, attach_info=info)
+            for info in device['attach_infos']]
+        report.append(dd.DriverDevice(
+            vendor=device['vendor'], model=device['model'],
+            type=device['type'], std_board_info=device['std_board_info'],
+            vendor_board_info=device['vendor_board_info'], stub=False,
+            controlpath_id=dd.DriverControlPathID(
+                cpid_type='PCI', cpid_info=device['cpid_info']),
+            deployable_list=[dd.DriverDeployable(
+                name=deployable['name'],
+                num_accelerators=deployable['num_accelerators'],
+                driver_name=deployable['driver_name'],
+                attribute_list=attributes, attach_handle_list=handles)]))
+    return report
 
 
 def upstream_revision(release):

@@ -77,10 +77,16 @@ def add_devices(conn, ctx):
                         % i})}) for i in range(handles)]
         written.append({
             'uuid': device.uuid, 'hostname': host, 'type': dev_type,
+            'vendor': vendor, 'model': model,
+            'std_board_info': device.std_board_info,
+            'vendor_board_info': device.vendor_board_info,
+            'attach_type': attach_type,
+            'attach_infos': [h.attach_info for h in handle_rows],
             'cpid': cpid.uuid, 'cpid_info': cpid.cpid_info,
             'deployable': {'uuid': deployable.uuid, 'id': deployable.id,
                            'name': name, 'rp_uuid': deployable.rp_uuid,
                            'num_accelerators': num, 'rc': rc,
+                           'driver_name': deployable.driver_name,
                            'traits': list(traits)},
             'attributes': {a.key: [a.uuid, a.value] for a in attributes},
             'handles': [[h.id, h.uuid] for h in handle_rows]})
