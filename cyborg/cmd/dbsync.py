@@ -24,6 +24,10 @@ Sub-commands:
     although some rows cannot be. Exit 2, with one line, when the
     upstream URL is bad, its database does not answer or is of a release
     we do not read, or when the adoption cannot go on.
+``adopt_accept (--host NAME | --all)``
+    Let the reports of an adopted host (or of all) be applied although
+    they differ from what was adopted; until then such a report is
+    logged by the conductor and not applied.
 
 Operator mistakes and unreachable databases print one line on stderr and
 exit 1, not a traceback.
@@ -119,6 +123,21 @@ def do_adopt(conf):
         the_plan.release, ', '.join('%s %d' % item for item in
                                     the_plan.counts().items()),
         len(the_plan.rejected)))
+    return 0
+
+
+def do_adopt_accept(conf):
+    args = conf.command
+    host = args.adopted_host
+    if bool(host) == bool(args.all):
+        raise adopt.AdoptError('give --host NAME or --all')
+    with db_api.get_engine().begin() as connection:
+        names = adopt.accept_host(connection, host)
+    if not names:
+        raise adopt.AdoptError('no adopted host waits for its first report'
+                               + (' under the name %s' % host if host
+                                  else ''))
+    print('Reports of %s are applied from now on.' % ', '.join(names))
     return 0
 
 
@@ -228,6 +247,14 @@ def add_command_parsers(subparsers):
     parser.add_argument('--leave-out', action='store_true',
                         help='Adopt although some rows cannot be.')
     parser.set_defaults(func=do_adopt)
+    parser = subparsers.add_parser(
+        'adopt_accept', help="Apply an adopted host's reports although "
+                             'they differ from what was adopted.')
+    parser.add_argument('--host', dest='adopted_host', metavar='NAME',
+                        help='The host (as its devices name it).')
+    parser.add_argument('--all', action='store_true',
+                        help='Every adopted host.')
+    parser.set_defaults(func=do_adopt_accept)
 
 
 command_opt = cfg.SubCommandOpt(

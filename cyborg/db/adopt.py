@@ -18,7 +18,10 @@ reflection and writes ours in ONE transaction:
 - one ``hosts`` row per device host name (upstream's devices are named by
   the compute node provider their agent found in Placement), marked as
   synced to Placement: the first report of our agent that finds the same
-  hardware then writes nothing to Placement.
+  hardware then writes nothing to Placement. Until such a report the host
+  is ``adopted``: a report that differs (our drivers see a device
+  otherwise than upstream's did) is logged and not applied, until the
+  operator accepts it (``accept_host``).
 
 A row that cannot be adopted (a device type we do not know, a
 deployable name used twice, a profile whose JSON has no groups, and
@@ -101,6 +104,10 @@ class Plan:
                  % (self.release, self.revision), 'Would adopt:']
         lines += ['  %-31s %d' % (table, n)
                   for table, n in self.counts().items()]
+        if self.rows['hosts']:
+            lines.append("Hosts (each one's cyborg agent must use this name, "
+                         '[DEFAULT] host):')
+            lines += ['  %s' % h['hostname'] for h in self.rows['hosts']]
         lines.append('Cannot adopt: %d row(s)' % len(self.rejected))
         lines += ['  %s %s: %s' % r for r in self.rejected]
         if self.notes:
@@ -335,6 +342,7 @@ class _Planner:
                 'id': index, 'hostname': name, 'status': 'up',
                 'last_seen_at': self.now, 'report_generation': 0,
                 'synced_generation': 0, 'sync_pending': False,
+                'adopted': True,
                 'created_at': self.now, 'updated_at': None})
 
 
@@ -388,11 +396,29 @@ def _empty(connection):
 
 def _advance_sequences(connection, names):
     """Rows inserted with their ids leave PostgreSQL's sequences behind."""
+    tables = models.Base.metadata.tables
     for name in names:
-        connection.execute(sa.text(
-            "SELECT setval(pg_get_serial_sequence('%s', 'id'), "
-            "COALESCE((SELECT MAX(id) FROM %s), 0) + 1, false)"
-            % (name, name)))
+        table = tables[name]
+        # setval(seq, n, false): the next id the sequence gives is n.
+        connection.execute(sa.select(sa.func.setval(
+            sa.func.pg_get_serial_sequence(name, 'id'),
+            sa.select(sa.func.coalesce(sa.func.max(table.c.id), 0) + 1)
+            .scalar_subquery(), False)))
+
+
+def accept_host(connection, hostname):
+    """Let the reports of adopted host ``hostname`` (None: every adopted
+    host) be applied even where they differ from what was adopted. The
+    names of the hosts accepted."""
+    hosts = models.Base.metadata.tables['hosts']
+    query = sa.select(hosts.c.hostname).where(hosts.c.adopted.is_(True))
+    if hostname is not None:
+        query = query.where(hosts.c.hostname == hostname)
+    names = [row[0] for row in connection.execute(query)]
+    if names:
+        connection.execute(sa.update(hosts).where(
+            hosts.c.hostname.in_(names)).values(adopted=False))
+    return names
 
 
 def latest(connection):

@@ -55,6 +55,11 @@ class Host(Base):
     report_seq = sa.Column(sa.BigInteger)
     sync_pending = sa.Column(sa.Boolean, nullable=False, default=False,
                              server_default=sa.false())
+    # Adopted from upstream Cyborg (``cyborg-dbsync adopt``) and not yet
+    # confirmed by a report of our agent that found the same hardware: a
+    # report that differs is not applied until the operator accepts it.
+    adopted = sa.Column(sa.Boolean, nullable=False, default=False,
+                        server_default=sa.false())
 
 
 class HostDriver(Base):

@@ -32,7 +32,8 @@ def _source():
                      'vendor_board_info': '', 'hostname': 'compute-a',
                      'status': 'enabled', 'device_state': None}],
         'controlpath_ids': [{'id': 1, 'uuid': _uuid(3), 'device_id': 1,
-                             'cpid_type': 'PCI', 'cpid_info': '{"bus": "af"}'}],
+                             'cpid_type': 'PCI',
+                             'cpid_info': '{"bus": "af"}'}],
         'deployables': [{'id': 1, 'uuid': _uuid(4), 'parent_id': None,
                          'root_id': None, 'name': name,
                          'num_accelerators': 2, 'device_id': 1,
@@ -160,6 +161,12 @@ class PlanTest(base.TestCase):
              ('extended_accelerator_requests', _uuid(12),
               'its device profile is not adopted')],
             adopt.plan(HEAD, source, NOW).rejected)
+
+    def test_summary_lists_the_hosts(self):
+        lines = adopt.plan(HEAD, _source(), NOW).summary()
+        self.assertEqual('  compute-a', lines[lines.index(
+            "Hosts (each one's cyborg agent must use this name, [DEFAULT] "
+            'host):') + 1])
 
     def test_summary_lists_counts_rejections_and_notes(self):
         source = _source()

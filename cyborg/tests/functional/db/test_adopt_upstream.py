@@ -11,13 +11,24 @@ an unchanged host writes nothing to a Placement that shows upstream's
 providers.
 """
 
+import copy
 import json
+import logging
+import os
+import subprocess
+import sys
+
+import fixtures
+
+from oslo_upgradecheck import upgradecheck
 
 from cyborg.agent import reporter as agent_reporter
+from cyborg.cmd import status
 from cyborg.common import context as cyborg_context
 from cyborg.common.clients import placement as placement_client
 from cyborg.conductor import reporting
 from cyborg.db import adopt
+from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 from cyborg.objects import driver_device as dd
@@ -40,7 +51,8 @@ class _AdoptionTests:
     def setUp(self):
         super().setUp()
         self.upstream = _DATABASES.get(self, self.release, self.backend)
-        self.written = self.upstream.written
+        # The module's: a test that changes it changes a copy.
+        self.written = copy.deepcopy(self.upstream.written)
 
     def adopt(self, **kwargs):
         revision, source = adopt.read_source(self.upstream.url)
@@ -206,6 +218,80 @@ class _AdoptionTests:
                               if r[0] != 'GET'])
         self.assertEqual(before, tree_generations(placement, roots))
 
+    def test_a_host_seen_otherwise_is_reported_not_rewritten(self):
+        """Our driver names a trait of the FPGA otherwise: the report is
+        refused (logged), rows and Placement stay; once the operator
+        accepts the host, the report is applied and Placement follows."""
+        self.adopt()
+        placement = self.useFixture(placement_fixture.Placement(self.conf))
+        roots = upstream_providers(placement, self.written['devices'])
+        before = tree_generations(placement, roots)
+        fpga = self.written['devices'][1]
+        fpga['attributes']['trait1'][1] = 'CUSTOM_FPGA_INTEL_ARRIA10_GX'
+        devices = reported_devices(self.written['devices'],
+                                   fpga['hostname'])
+        digest = agent_reporter.report_hash(devices)
+        ctx = cyborg_context.get_admin_context()
+        log = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.conductor.reporting', level=logging.WARNING))
+        placement.requests()
+        self.assertIsNone(reporting.Reporting(self.conf).report(
+            ctx, fpga['hostname'], devices, digest))
+        self.assertEqual([], [r for r in placement.requests()
+                              if r[0] != 'GET'])
+        self.assertEqual(before, tree_generations(placement, roots))
+        attributes = self._all('/v2/attributes', 'attributes')
+        self.assertEqual('CUSTOM_FPGA_INTEL_ARRIA10',
+                         attributes[fpga['attributes']['trait1'][0]]['value'])
+        self.assertIn('reports its devices otherwise than upstream',
+                      log.output)
+
+        with self.db.engine.begin() as connection:
+            self.assertEqual([fpga['hostname']], adopt.accept_host(
+                connection, fpga['hostname']))
+        self.assertEqual(digest, reporting.Reporting(self.conf).report(
+            ctx, fpga['hostname'], devices, digest))
+        self.assertIn('CUSTOM_FPGA_INTEL_ARRIA10_GX', placement_client
+                      .get_traits(placement.client,
+                                  fpga['deployable']['rp_uuid'])[0])
+
+    def test_upgrade_check_follows_the_adoption(self):
+        # The fixture points the engine at its database already.
+        self.useFixture(fixtures.MockPatchObject(db_api, 'configure'))
+        checks = status.Checks(self.conf)
+        placement = self.useFixture(placement_fixture.Placement(self.conf))
+        self.assertEqual(upgradecheck.Code.SUCCESS,
+                         checks._check_adoption().code)
+        self.adopt()
+        roots = upstream_providers(placement, self.written['devices'])
+        result = checks._check_adoption()
+        self.assertEqual(upgradecheck.Code.WARNING, result.code)
+        release = adopt.KNOWN_REVISIONS[upstream_revision(self.release)]
+        self.assertIn('Adopted from upstream Cyborg %s:' % release,
+                      result.details)
+        self.assertIn('not yet confirmed by a report of their cyborg agent: '
+                      '%s' % ', '.join(sorted(roots)), result.details)
+
+        ctx = cyborg_context.get_admin_context()
+        for hostname in roots:
+            devices = reported_devices(self.written['devices'], hostname)
+            digest = agent_reporter.report_hash(devices)
+            reporting.Reporting(self.conf).report(ctx, hostname, devices,
+                                                  digest)
+        self.assertEqual(upgradecheck.Code.SUCCESS,
+                         checks._check_adoption().code)
+
+        gpu = self.written['devices'][0]['deployable']
+        provider = placement_client.get_provider(placement.client,
+                                                 gpu['rp_uuid'])
+        placement_client.set_inventories(
+            placement.client, gpu['rp_uuid'], provider['generation'],
+            {gpu['rc']: {'total': 4, 'max_unit': 4}})
+        result = checks._check_adoption()
+        self.assertEqual(upgradecheck.Code.FAILURE, result.code)
+        self.assertIn('%s: Placement has 4 of PGPU, the database 1'
+                      % gpu['name'], result.details)
+
 
 def upstream_providers(placement, devices):
     """The providers upstream's conductor made for ``devices``: a child
@@ -292,3 +378,61 @@ class Upstream14MySQLTest(_AdoptionTests, base.APIResourceTestCase):
 class Upstream14PostgreSQLTest(_AdoptionTests, base.APIResourceTestCase):
     release = '14.1.0'
     backend = 'postgresql'
+
+
+class AdoptCommandTest(base.APIResourceTestCase):
+    """``cyborg-dbsync adopt`` and ``adopt_accept`` as an operator runs
+    them, against upstream 17.0.0 on MariaDB."""
+
+    backend = 'mysql'
+
+    def setUp(self):
+        super().setUp()
+        self.upstream = _DATABASES.get(self, '17.0.0', self.backend)
+        self.config_file = self.useFixture(fixtures.TempDir()).join(
+            'cyborg.conf')
+        with open(self.config_file, 'w') as f:
+            f.write('[database]\nconnection = %s\nmax_retries = 0\n'
+                    % self.db.url)
+
+    def dbsync(self, *argv):
+        return subprocess.run(
+            [sys.executable, '-m', 'cyborg.cmd.dbsync', '--config-file',
+             self.config_file, *argv], capture_output=True, text=True,
+            timeout=120, env=dict(os.environ, PYTHONWARNINGS='ignore'))
+
+    def test_dry_run_then_adopt_then_accept(self):
+        dry = self.dbsync('adopt', '--from', self.upstream.url, '--dry-run')
+        self.assertEqual(0, dry.returncode, dry.stderr)
+        self.assertIn('Upstream Cyborg 17.0.0 (alembic revision '
+                      'b47c8f2d1e3a).', dry.stdout)
+        self.assertIn('  compute-a.example.org', dry.stdout)
+        self.assertIn('Cannot adopt: 0 row(s)', dry.stdout)
+        with self.db.engine.connect() as connection:
+            self.assertEqual(0, sum(adopt.target_counts(connection).values()))
+
+        done = self.dbsync('adopt', '--from', self.upstream.url)
+        self.assertEqual(0, done.returncode, done.stderr)
+        self.assertIn('devices 3', done.stdout)
+        again = self.dbsync('adopt', '--from', self.upstream.url)
+        self.assertEqual(2, again.returncode)
+        self.assertIn('not empty', again.stderr)
+
+        accepted = self.dbsync('adopt_accept', '--host',
+                               'compute-b.example.org')
+        self.assertEqual(0, accepted.returncode, accepted.stderr)
+        twice = self.dbsync('adopt_accept', '--host', 'compute-b.example.org')
+        self.assertEqual(2, twice.returncode)
+        self.assertEqual(2, self.dbsync('adopt_accept').returncode)
+
+    def test_operator_mistakes_are_one_line_and_exit_2(self):
+        for url, text in (
+                ('nosuchdialect://x', 'bad upstream database URL'),
+                ('mysql+pymysql://root@127.0.0.1:1/x',
+                 'cannot read the upstream database'),
+                (self.db.url, 'unknown upstream Cyborg version')):
+            result = self.dbsync('adopt', '--from', url, '--dry-run')
+            self.assertEqual(2, result.returncode, result.stderr)
+            self.assertIn(text, result.stderr)
+            self.assertEqual(1, len(result.stderr.strip().splitlines()),
+                             result.stderr)
