@@ -20,6 +20,7 @@ import sys
 
 import fixtures
 
+from keystoneauth1 import loading as ks_loading
 from oslo_upgradecheck import upgradecheck
 
 from cyborg.agent import reporter as agent_reporter
@@ -33,6 +34,7 @@ from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 from cyborg.objects import driver_device as dd
 from cyborg.tests.functional.api import base
+from cyborg.tests.functional import nova as stand_in_nova
 from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import upstream
 
@@ -47,10 +49,13 @@ class _AdoptionTests:
     """Run by the classes at the end, one per release and server."""
 
     release = None
+    # Where upstream's database is; ``backend`` is cyborg's.
+    upstream_backend = None
 
     def setUp(self):
         super().setUp()
-        self.upstream = _DATABASES.get(self, self.release, self.backend)
+        self.upstream = _DATABASES.get(
+            self, self.release, self.upstream_backend or self.backend)
         # The module's: a test that changes it changes a copy.
         self.written = copy.deepcopy(self.upstream.written)
 
@@ -167,6 +172,33 @@ class _AdoptionTests:
             ).scalar()
         self.assertFalse(in_use)
 
+    def test_a_new_server_binds_an_adopted_free_handle(self):
+        """Nova boots a server on adopted hardware: a new ARQ of an
+        adopted profile binds to the adopted GPU's free handle."""
+        self.adopt()
+        events = stand_in_nova.StandInNova().start(self)
+        self.conf.register_opts(
+            ks_loading.get_auth_plugin_conf_options('admin_token'),
+            group='nova')
+        self.flags(group='nova', **events.config())
+        created = self.post('/v2/accelerator_requests',
+                            {'device_profile_name': 'gpu-dp'},
+                            headers=base.MEMBER)
+        self.assertEqual(201, created.status_int, created.body)
+        arq = created.json['arqs'][0]
+        gpu = self.written['devices'][0]
+        instance = '6f1c8e2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b'
+        bound = self.patch('/v2/accelerator_requests', {arq['uuid']: [
+            {'op': 'add', 'path': '/hostname', 'value': 'compute-a'},
+            {'op': 'add', 'path': '/device_rp_uuid',
+             'value': gpu['deployable']['rp_uuid']},
+            {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},
+            headers=base.MEMBER, service=True)
+        self.assertEqual(202, bound.status_int, bound.body)
+        shown = self.get('/v2/accelerator_requests/%s' % arq['uuid']).json
+        self.assertEqual(('Bound', gpu['handles'][0][1]),
+                         (shown['state'], shown['attach_handle_uuid']))
+
     def test_new_rows_get_new_ids_after_the_adopted_ones(self):
         self.adopt()
         created = self.post('/v2/device_profiles', [{
@@ -217,6 +249,15 @@ class _AdoptionTests:
         self.assertEqual([], [r for r in placement.requests()
                               if r[0] != 'GET'])
         self.assertEqual(before, tree_generations(placement, roots))
+
+    def test_adopted_hosts_go_down_only_after_their_agent_said_hello(self):
+        self.adopt()
+        ctx = cyborg_context.get_admin_context()
+        self.assertEqual([], db_hosts.mark_silent_hosts_down(ctx, 0))
+        db_hosts.record_hello(ctx, 'compute-b.example.org', 'compute-b',
+                              '1', [])
+        self.assertEqual(['compute-b.example.org'],
+                         db_hosts.mark_silent_hosts_down(ctx, -1))
 
     def test_a_host_seen_otherwise_is_reported_not_rewritten(self):
         """Our driver names a trait of the FPGA otherwise: the report is
@@ -378,6 +419,13 @@ class Upstream14MySQLTest(_AdoptionTests, base.APIResourceTestCase):
 class Upstream14PostgreSQLTest(_AdoptionTests, base.APIResourceTestCase):
     release = '14.1.0'
     backend = 'postgresql'
+
+
+class Upstream17IntoSQLiteTest(_AdoptionTests, base.APIResourceTestCase):
+    """The all-in-one's database adopts upstream's (on MariaDB)."""
+    release = '17.0.0'
+    upstream_backend = 'mysql'
+    backend = 'sqlite'
 
 
 class AdoptCommandTest(base.APIResourceTestCase):
