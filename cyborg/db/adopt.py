@@ -11,8 +11,8 @@ reflection and writes ours in ONE transaction:
 - ARQs keep their uuid, state, instance, host, provider, handle and
   ``project_id``. An ARQ without ``project_id`` (made before upstream
   filled it in 2026) keeps none: only admins and services (Nova) see it
-  until its project is set. Bound and BindFailed ARQs count as told to
-  Nova; one left BindStarted gets the name ``adopted`` as its binding
+  until its project is set. Bound, BindFailed and Deleting ARQs count as
+  told to Nova; one left BindStarted gets the name ``adopted`` as its binding
   conductor, so our conductors fail it cleanly, and tell Nova, once the
   bind timeout has passed;
 - one ``hosts`` row per device host name (upstream's devices are named by
@@ -68,8 +68,9 @@ ADOPTED_CONDUCTOR = 'adopted'
 #: Upstream's ``device_state`` values that say nothing is wrong.
 _QUIET_DEVICE_STATES = (None, 'available', 'allocated')
 
-#: ARQ states in which upstream has told Nova how the bind ended.
-_TOLD_NOVA = (states.BOUND, states.BIND_FAILED)
+#: ARQ states in which upstream has told Nova how the bind ended (or,
+#: Deleting, Nova needs to hear nothing more).
+_TOLD_NOVA = (states.BOUND, states.BIND_FAILED, states.DELETING)
 
 Rejected = collections.namedtuple('Rejected', 'table uuid reason')
 
@@ -321,6 +322,8 @@ class _Planner:
             'instance_uuid', 'attach_handle_id', 'deployable_id')}
         values['substate'] = row.get('substate') or 'Initial'
         values['nova_notified'] = row['state'] in _TOLD_NOVA
+        # Every row has the same keys: one INSERT writes them all.
+        values['bind_conductor'] = values['bind_started_at'] = None
         if row['state'] == states.BIND_STARTED:
             values['bind_conductor'] = ADOPTED_CONDUCTOR
             values['bind_started_at'] = (row.get('updated_at')

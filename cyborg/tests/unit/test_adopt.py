@@ -80,6 +80,12 @@ class PlanTest(base.TestCase):
         self.assertTrue(the_plan.rows['attach_handles'][0]['in_use'])
         self.assertEqual('17.0.0', the_plan.release)
 
+    def test_rows_of_a_table_have_the_same_columns(self):
+        # One INSERT of many rows takes its columns from the first row.
+        the_plan = adopt.plan(HEAD, _source(), NOW)
+        for table, rows in the_plan.rows.items():
+            self.assertEqual(1, len({frozenset(row) for row in rows}), table)
+
     def test_device_state_is_left_behind(self):
         source = _source()
         source['devices'][0]['device_state'] = 'error'

@@ -12,6 +12,7 @@ providers.
 """
 
 import copy
+import datetime
 import json
 import logging
 import os
@@ -172,15 +173,40 @@ class _AdoptionTests:
             ).scalar()
         self.assertFalse(in_use)
 
-    def test_a_new_server_binds_an_adopted_free_handle(self):
-        """Nova boots a server on adopted hardware: a new ARQ of an
-        adopted profile binds to the adopted GPU's free handle."""
-        self.adopt()
+    def stand_in_nova(self):
+        """A Nova that records the events cyborg's conductor sends."""
         events = stand_in_nova.StandInNova().start(self)
         self.conf.register_opts(
             ks_loading.get_auth_plugin_conf_options('admin_token'),
             group='nova')
         self.flags(group='nova', **events.config())
+        return events
+
+    def test_an_unfinished_bind_fails_and_only_its_server_hears(self):
+        """The bind upstream left BindStarted fails once the bind timeout
+        has passed; Nova gets its event and no other."""
+        self.adopt()
+        events = self.stand_in_nova()
+        self.useFixture(fixtures.MockPatch(
+            'cyborg.conductor.binding.BIND_TIMEOUT',
+            datetime.timedelta(seconds=-60)))
+        self.conductor.binding.check()
+        self.assertTrue(self.conductor.binding.events.wait_idle(30))
+        started = [a for a in self.written['arqs']
+                   if a['state'] == 'BindStarted'][0]
+        self.assertEqual('BindFailed', self.get(
+            '/v2/accelerator_requests/%s' % started['uuid']).json['state'])
+        self.assertEqual(
+            [(started['instance_uuid'], started['uuid'], 'failed')],
+            [(e['server_uuid'], e['tag'], e['status'])
+             for e in events.wait_events(started['instance_uuid'], 1)])
+        self.assertEqual(1, len(events.events))
+
+    def test_a_new_server_binds_an_adopted_free_handle(self):
+        """Nova boots a server on adopted hardware: a new ARQ of an
+        adopted profile binds to the adopted GPU's free handle."""
+        self.adopt()
+        self.stand_in_nova()
         created = self.post('/v2/accelerator_requests',
                             {'device_profile_name': 'gpu-dp'},
                             headers=base.MEMBER)
