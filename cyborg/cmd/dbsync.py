@@ -15,6 +15,19 @@ Sub-commands:
 ``create_schema``
     Create the tables straight from the models and stamp head; for a new,
     empty database only (tests, the all-in-one).
+``adopt --from URL [--dry-run] [--force] [--leave-out]``
+    Take over the database of a running OpenStack Cyborg (14.0 to
+    17.0.0) at URL, keeping every uuid (``cyborg.db.adopt``). The target
+    is the ``[database]`` of the configuration, at head. ``--dry-run``
+    prints what would be adopted and every row that cannot be, and why;
+    ``--force`` replaces what the target holds; ``--leave-out`` adopts
+    although some rows cannot be. Exit 2, with one line, when the
+    upstream URL is bad, its database does not answer or is of a release
+    we do not read, or when the adoption cannot go on.
+``adopt_accept (--host NAME | --all)``
+    Let the reports of an adopted host (or of all) be applied although
+    they differ from what was adopted; until then such a report is
+    logged by the conductor and not applied.
 
 Operator mistakes and unreachable databases print one line on stderr and
 exit 1, not a traceback.
@@ -32,6 +45,7 @@ import sqlalchemy as sa
 from cyborg.common import context
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
+from cyborg.db import adopt
 from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.db import models
@@ -83,6 +97,48 @@ def do_create_schema(conf):
     models.Base.metadata.create_all(engine)
     migration.stamp('head', engine=engine)
     print('Database created at revision %s' % migration.head())
+
+
+def do_adopt(conf):
+    """Adopt upstream's database (see ``cyborg.db.adopt``)."""
+    args = conf.command
+    revision, source = adopt.read_source(args.from_url)
+    the_plan = adopt.plan(revision, source)
+    if args.dry_run:
+        print('\n'.join(the_plan.summary()))
+        return 0
+    current = migration.version()
+    if current != migration.head():
+        raise adopt.AdoptError(
+            'the cyborg database is at revision %s, not %s: run '
+            '"cyborg-dbsync upgrade" first' % (current, migration.head()))
+    if the_plan.rejected and not args.leave_out:
+        print('\n'.join(the_plan.summary()), file=sys.stderr)
+        raise adopt.AdoptError(
+            '%d row(s) cannot be adopted (listed above); nothing was '
+            'written. Fix them upstream, or adopt without them with '
+            '--leave-out' % len(the_plan.rejected))
+    adopt.apply(db_api.get_engine(), the_plan, force=args.force)
+    print('Adopted upstream Cyborg %s: %s; %d row(s) left out.' % (
+        the_plan.release, ', '.join('%s %d' % item for item in
+                                    the_plan.counts().items()),
+        len(the_plan.rejected)))
+    return 0
+
+
+def do_adopt_accept(conf):
+    args = conf.command
+    host = args.adopted_host
+    if bool(host) == bool(args.all):
+        raise adopt.AdoptError('give --host NAME or --all')
+    with db_api.get_engine().begin() as connection:
+        names = adopt.accept_host(connection, host)
+    if not names:
+        raise adopt.AdoptError('no adopted host waits for its first report'
+                               + (' under the name %s' % host if host
+                                  else ''))
+    print('Reports of %s are applied from now on.' % ', '.join(names))
+    return 0
 
 
 def do_online_data_migrations(conf):
@@ -177,6 +233,28 @@ def add_command_parsers(subparsers):
         'create_schema', help='Create the tables of an empty database from '
                               'the models and stamp head.')
     parser.set_defaults(func=do_create_schema)
+    parser = subparsers.add_parser(
+        'adopt', help='Take over the database of a running OpenStack '
+                      'Cyborg, keeping every uuid.')
+    parser.add_argument('--from', dest='from_url', required=True,
+                        metavar='URL',
+                        help="Upstream Cyborg's database URL "
+                             '(its [database] connection).')
+    parser.add_argument('--dry-run', action='store_true',
+                        help='Print what would be adopted; write nothing.')
+    parser.add_argument('--force', action='store_true',
+                        help='Replace what the cyborg database holds.')
+    parser.add_argument('--leave-out', action='store_true',
+                        help='Adopt although some rows cannot be.')
+    parser.set_defaults(func=do_adopt)
+    parser = subparsers.add_parser(
+        'adopt_accept', help="Apply an adopted host's reports although "
+                             'they differ from what was adopted.')
+    parser.add_argument('--host', dest='adopted_host', metavar='NAME',
+                        help='The host (as its devices name it).')
+    parser.add_argument('--all', action='store_true',
+                        help='Every adopted host.')
+    parser.set_defaults(func=do_adopt_accept)
 
 
 command_opt = cfg.SubCommandOpt(
@@ -194,6 +272,9 @@ def run(conf):
     try:
         db_api.configure(conf)
         return conf.command.func(conf) or 0
+    except adopt.AdoptError as e:
+        print('cyborg-dbsync: error: %s' % e, file=sys.stderr)
+        return 2
     except _OPERATOR_ERRORS as e:
         print('cyborg-dbsync: error: %s' % error_line(e), file=sys.stderr)
         return 1

@@ -7,6 +7,7 @@ objects, so they work on a database the previous release left behind.
 """
 
 import importlib.metadata
+import json
 import sys
 
 from oslo_db import exception as db_exc
@@ -18,8 +19,10 @@ import sqlalchemy as sa
 from cyborg.cmd import dbsync
 from cyborg.common.clients import placement as placement_client
 from cyborg import conf as cyborg_conf
+from cyborg.db import adopt
 from cyborg.db import api as db_api
 from cyborg.db import migration
+from cyborg.db import models
 
 CONF = cyborg_conf.CONF
 
@@ -100,12 +103,125 @@ class Checks(upgradecheck.UpgradeCommands):
                            % response.status_code)
         return _placement_version_result(response.json())
 
+    def _check_adoption(self):
+        """After ``cyborg-dbsync adopt``: was everything adopted, have
+        the agents confirmed their hosts, and does Placement show every
+        deployable as upstream left it?"""
+        try:
+            db_api.configure(self.conf)
+            with db_api.get_engine().connect() as connection:
+                if not sa.inspect(connection).has_table('adoptions'):
+                    return _result(upgradecheck.Code.SUCCESS)
+                record = adopt.latest(connection)
+                if record is None:
+                    return _result(upgradecheck.Code.SUCCESS)
+                unconfirmed, providers = _adopted_state(connection)
+        except (db_exc.DBError, sa.exc.SQLAlchemyError) as e:
+            return _result(upgradecheck.Code.FAILURE,
+                           'Cannot read the database: %s'
+                           % dbsync.error_line(e))
+        try:
+            client = placement_client.connect(self.conf)
+            missing = [problem for provider in providers
+                       for problem in _placement_problems(client, provider)]
+        except Exception as e:  # keystoneauth's many connection errors
+            return _result(upgradecheck.Code.FAILURE,
+                           'Cannot compare the adoption with Placement: %s'
+                           % dbsync.error_line(e))
+        return _adoption_result(record, unconfirmed, missing)
+
     _upgrade_checks = (
         ('Database schema', _check_database_schema),
         ('Policy File JSON to YAML Migration', _check_policy_file),
         ('Enabled accelerator drivers', _check_enabled_drivers),
         ('Placement API', _check_placement),
+        ('Adoption of upstream Cyborg', _check_adoption),
     )
+
+
+#: Placement problems listed at most, the rest counted.
+_PROBLEMS_SHOWN = 5
+
+
+def _adopted_state(connection):
+    """(hosts not yet confirmed by a report, [(deployable name, rp uuid,
+    compute node names, resource class, total)] of every deployable)."""
+    hosts = models.Host.__table__
+    unconfirmed = sorted(row[0] for row in connection.execute(
+        sa.select(hosts.c.hostname).where(hosts.c.adopted.is_(True))))
+    deployables = models.Deployable.__table__
+    devices = models.Device.__table__
+    attributes = models.Attribute.__table__
+    rows = connection.execute(
+        sa.select(deployables.c.name, deployables.c.rp_uuid,
+                  deployables.c.num_accelerators, devices.c.hostname,
+                  hosts.c.resource_provider_name, attributes.c.value)
+        .join(devices, devices.c.id == deployables.c.device_id)
+        .outerjoin(hosts, hosts.c.hostname == devices.c.hostname)
+        .outerjoin(attributes, sa.and_(
+            attributes.c.deployable_id == deployables.c.id,
+            attributes.c.key == 'rc'))
+        .order_by(deployables.c.name))
+    return unconfirmed, [
+        (name, rp_uuid, [n for n in (rp_name, hostname) if n], rc, total)
+        for name, rp_uuid, total, hostname, rp_name, rc in rows]
+
+
+def _placement_problems(client, provider):
+    """What Placement shows otherwise than the database for one
+    deployable's provider (see ``_adopted_state``)."""
+    name, rp_uuid, names, rc, total = provider
+    if rc is None:
+        # Never reported to Placement, by upstream or by us.
+        return []
+    found = placement_client.get_provider(client, rp_uuid) if rp_uuid else (
+        None)
+    if found is None:
+        return ['%s: no provider %s' % (name, rp_uuid)]
+    problems = []
+    roots = [placement_client.find_provider(client, n) for n in names]
+    if found.get('parent_provider_uuid') not in [r['uuid'] for r in roots
+                                                 if r]:
+        problems.append('%s: provider %s is not under compute node %s'
+                        % (name, rp_uuid, ' or '.join(names)))
+    url = '/resource_providers/%s/inventories' % rp_uuid
+    response = client.get(url, microversion='1.26', raise_exc=False)
+    inventory = (response.json().get('inventories', {}).get(rc)
+                 if response.status_code == 200 else None)
+    if not inventory or inventory.get('total') != total:
+        problems.append('%s: Placement has %s of %s, the database %d'
+                        % (name, inventory and inventory.get('total'), rc,
+                           total))
+    return problems
+
+
+def _adoption_result(record, unconfirmed, problems):
+    counts = json.loads(record['counts'])
+    summary = 'Adopted from upstream Cyborg %s: %s.' % (
+        record['source_release'], ', '.join(
+            '%s %d' % item for item in sorted(counts.items())))
+    if problems:
+        shown = problems[:_PROBLEMS_SHOWN]
+        if len(problems) > len(shown):
+            shown.append('and %d more' % (len(problems) - len(shown)))
+        return _result(upgradecheck.Code.FAILURE,
+                       '%s Placement does not show the adopted deployables '
+                       'as the database does: %s.'
+                       % (summary, '; '.join(shown)))
+    notes = []
+    if record['rejected']:
+        notes.append('%d row(s) were left out (--leave-out)'
+                     % record['rejected'])
+    if unconfirmed:
+        notes.append('hosts not yet confirmed by a report of their cyborg '
+                     'agent: %s (start their agents; a report that differs '
+                     'from upstream is logged by the conductor and waits '
+                     'for "cyborg-dbsync adopt_accept")'
+                     % ', '.join(unconfirmed))
+    if notes:
+        return _result(upgradecheck.Code.WARNING,
+                       '%s %s.' % (summary, '; '.join(notes)))
+    return _result(upgradecheck.Code.SUCCESS, summary)
 
 
 def _placement_version_result(document):

@@ -140,6 +140,9 @@ def _reconcile(context, hostname, devices, report_hash, report_seq,
             return Done(report_hash)
         # The rows show it; Placement may not.
         return _pending(context, host, {}, 0, False)
+    if host.adopted:
+        return _confirm_adopted(context, host, devices, report_hash,
+                                report_seq, hardware, new_status)
     host_reconciler = reconciler.HostReconciler(context, hostname,
                                                 new_status)
     counts = host_reconciler.apply(devices)
@@ -161,6 +164,38 @@ def _reconcile(context, hostname, devices, report_hash, report_seq,
     # a host without rows has nothing to create in Placement).
     return _pending(context, host, host_reconciler.events, kept,
                     changed and not state.generation)
+
+
+def _confirm_adopted(context, host, devices, report_hash, report_seq,
+                     hardware, new_status):
+    """The first report of a host adopted from upstream Cyborg: applied
+    when it changes nothing, which confirms the host (Placement, synced
+    by upstream, is left alone). One that would change the adopted rows
+    is not applied: what it would change is logged, the rows and
+    Placement stay as upstream left them, and the agent, its report not
+    accepted, sends it again until ``cyborg-dbsync adopt_accept`` lets
+    it through."""
+    savepoint = context.session.begin_nested()
+    counts = reconciler.HostReconciler(context, host.hostname,
+                                       new_status).apply(devices)
+    if any(counts.values()):
+        savepoint.rollback()
+        LOG.warning(
+            'Host %s, adopted from upstream Cyborg, reports its devices '
+            'otherwise than upstream recorded them (%s); nothing is '
+            'changed until an operator accepts it with "cyborg-dbsync '
+            'adopt_accept --host %s"', host.hostname, ', '.join(
+                '%s %d' % item for item in sorted(counts.items()) if item[1]),
+            host.hostname)
+        return Done(None)
+    savepoint.commit()
+    host.adopted = False
+    if hardware is not None:
+        db_hardware.replace(context, host.id, hardware)
+    db_hosts.record_report(host, report_hash, report_seq, False)
+    LOG.info('Host %s, adopted from upstream Cyborg, is confirmed by its '
+             'first report', host.hostname)
+    return Done(report_hash)
 
 
 def _pending(context, host, events, kept, fresh):

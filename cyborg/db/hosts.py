@@ -108,12 +108,20 @@ def record_heartbeat(context, hostname):
     return before
 
 
+def _silent(cutoff):
+    """Up hosts not seen since ``cutoff``; not those adopted from upstream
+    Cyborg whose cyborg agent never said hello (none can have gone
+    silent: their inventory stays as upstream left it in Placement)."""
+    return (models.Host.status == 'up', models.Host.last_seen_at < cutoff,
+            sa.or_(models.Host.adopted.is_(False),
+                   models.Host.version.isnot(None)))
+
+
 @db_api.reader
 def count_silent_hosts(context, timeout):
     """How many up hosts were not seen for ``timeout`` seconds."""
     cutoff = timeutils.utcnow() - datetime.timedelta(seconds=timeout)
-    return _host_query(context).filter(
-        models.Host.status == 'up', models.Host.last_seen_at < cutoff).count()
+    return _host_query(context).filter(*_silent(cutoff)).count()
 
 
 def mark_silent_hosts_down(context, timeout):
@@ -134,8 +142,7 @@ def mark_silent_hosts_down(context, timeout):
 @db_api.reader
 def _silent_hosts(context, cutoff):
     return [row.hostname for row in context.session.query(
-        models.Host.hostname).filter(models.Host.status == 'up',
-                                     models.Host.last_seen_at < cutoff)]
+        models.Host.hostname).filter(*_silent(cutoff))]
 
 
 @db_api.retry_on_deadlock
@@ -144,8 +151,7 @@ def _mark_down(context, candidates, cutoff):
     marked = []
     for hostname in candidates:
         count = _host_query(context).filter(
-            models.Host.hostname == hostname, models.Host.status == 'up',
-            models.Host.last_seen_at < cutoff).update(
+            models.Host.hostname == hostname, *_silent(cutoff)).update(
                 {'status': 'down'}, synchronize_session=False)
         if count:
             marked.append(hostname)

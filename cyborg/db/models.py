@@ -55,6 +55,11 @@ class Host(Base):
     report_seq = sa.Column(sa.BigInteger)
     sync_pending = sa.Column(sa.Boolean, nullable=False, default=False,
                              server_default=sa.false())
+    # Adopted from upstream Cyborg (``cyborg-dbsync adopt``) and not yet
+    # confirmed by a report of our agent that found the same hardware: a
+    # report that differs is not applied until the operator accepts it.
+    adopted = sa.Column(sa.Boolean, nullable=False, default=False,
+                        server_default=sa.false())
 
 
 class HostDriver(Base):
@@ -274,3 +279,18 @@ class Accelerator(Base):
     instance_uuid = sa.Column(sa.String(36))
     attached_host = sa.Column(sa.String(255))
     spec_version = sa.Column(sa.Integer, nullable=False, default=1)
+
+
+class Adoption(Base):
+    """An upstream Cyborg database adopted by ``cyborg-dbsync adopt``:
+    which upstream revision, how many rows of each table were adopted
+    (``counts``, JSON) and how many were left out."""
+
+    __tablename__ = 'adoptions'
+    __table_args__ = (_TABLE_ARGS,)
+
+    id = sa.Column(sa.Integer, primary_key=True)
+    source_revision = sa.Column(sa.String(32), nullable=False)
+    source_release = sa.Column(sa.String(64), nullable=False)
+    counts = sa.Column(sa.Text, nullable=False)
+    rejected = sa.Column(sa.Integer, nullable=False, default=0)
