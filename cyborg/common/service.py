@@ -38,7 +38,7 @@ def prepare_service(argv=None, conf=CONF, default_config_files=None,
     logging.register_options(conf)
     rpc.set_defaults()
     conf_opts.set_common_defaults()
-    prog = prog or os.path.basename(argv[0] or 'cyborg')
+    prog = prog or os.path.basename(argv[0] if argv else 'cyborg')
     try:
         config_check.parse(conf, argv[1:], project='cyborg', prog=prog,
                            version=version.version_string(),
