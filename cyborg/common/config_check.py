@@ -12,7 +12,10 @@ same entry points as ``oslo-config-generator`` and
 keystoneauth adds the options of the auth plugin a group names.
 """
 
+import contextlib
+import io
 import re
+import sys
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
@@ -34,7 +37,7 @@ def parse(conf, args, **kwargs):
     as :class:`ConfigError`. argparse's own errors (an unknown option,
     ``--help``) still exit as argparse does."""
     try:
-        conf(args, **kwargs)
+        _call(conf, args, **kwargs)
     except cfg.ConfigFilesNotFoundError as e:
         raise ConfigError('--config-file %s: no such file'
                           % ', '.join(e.config_files)) from None
@@ -46,11 +49,23 @@ def parse(conf, args, **kwargs):
     except cfg.ConfigDirNotFoundError as e:
         raise ConfigError('--config-dir %s: no such directory'
                           % e.config_dir) from None
+
+
+def _call(conf, args, **kwargs):
+    """``conf(args, **kwargs)``; a bad command line value, which
+    oslo.config reports on stderr ("argument --port: Invalid ...") before
+    it exits 1, as a :class:`ConfigError`."""
+    said = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(said):
+            conf(args, **kwargs)
     except SystemExit as e:
-        # oslo.config has written "argument --port: Invalid ..." already.
-        if e.code == 1:
-            raise SystemExit(EXIT_STATUS) from None
+        text = said.getvalue()
+        if e.code == 1 and text.startswith('argument '):
+            raise ConfigError(text.strip()) from None
+        sys.stderr.write(text)
         raise
+    sys.stderr.write(said.getvalue())
 
 
 def _no_path(error):

@@ -68,11 +68,10 @@ class CommandLineTest(testtools.TestCase):
                       err)
 
     def test_aio_port_out_of_range_names_the_option(self):
-        status, _out, err = run('aio', '--port', '99999', '--state-dir',
-                                self.tmp)
-        self.assertEqual(2, status)
-        self.assertIn('--port', err)
-        self.assertNotIn('Traceback', err)
+        self.assertConfigError(
+            run('aio', '--port', '99999', '--state-dir', self.tmp),
+            'cyborg-aio: error: argument --port: Invalid Port(min=0, '
+            'max=65535) value: 99999')
 
     def test_aio_unwritable_state_dir_names_the_option(self):
         blocker = os.path.join(self.tmp, 'file')

@@ -44,6 +44,17 @@ class ConfigCheckTest(base.TestCase):
         self.assertEqual('--config-file %s: no such file' % missing,
                          str(error))
 
+    def test_a_bad_command_line_value_names_the_option(self):
+        self.conf.register_cli_opt(cfg.PortOpt('port'))
+        stderr = self.useFixture(fixtures.StringStream('stderr'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', stderr.stream))
+        error = self.assertRaises(
+            config_check.ConfigError, config_check.parse, self.conf,
+            ['--port', '99999'], default_config_files=[])
+        self.assertEqual('argument --port: Invalid Port(min=0, max=65535) '
+                         'value: 99999', str(error))
+        self.assertEqual('', stderr.getDetails()['stderr'].as_text())
+
     def test_a_syntax_error_names_the_file_and_line(self):
         path = self.write('[agent]\nheartbeat_interval = 3\n[DEFAULT\n')
         error = self.assertRaises(
