@@ -20,8 +20,11 @@ import sys
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
 from oslo_config import generator
+from oslo_log import log as logging
 
 from cyborg.conf import opts as conf_opts
+
+LOG = logging.getLogger(__name__)
 
 #: The exit status of a console script whose configuration is wrong (as
 #: argparse's for a bad command line).
@@ -121,16 +124,29 @@ def check(conf):
 
 def known_options(namespaces=None):
     """``{group: {option names}}`` of the option namespaces (group
-    names may be patterns such as ``vgpu_<type>``)."""
+    names may be patterns such as ``vgpu_<type>``); a namespace whose
+    library is not installed is left out."""
     namespaces = conf_opts.NAMESPACES if namespaces is None else namespaces
     known = {}
-    for _namespace, listing in generator._list_opts(namespaces):
+    for namespace in namespaces:
+        try:
+            listings = generator._list_opts([namespace])
+        except Exception as e:  # a library that fails to import
+            LOG.debug('Option namespace %s not loaded: %s', namespace, e)
+            continue
+        _add_listing(known, listings)
+    return known
+
+
+def _add_listing(known, listings):
+    """Add the generator's ``[(namespace, [(group, opts)])]`` to
+    ``known``."""
+    for _namespace, listing in listings:
         for group, opts in listing:
             names = known.setdefault(getattr(group, 'name', group)
                                      or 'DEFAULT', set())
             for opt in opts:
                 names.update(_spellings(opt, getattr(group, 'name', group)))
-    return known
 
 
 def _spellings(opt, group):

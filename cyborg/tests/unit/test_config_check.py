@@ -4,6 +4,7 @@ import os
 
 import fixtures
 from oslo_config import cfg
+from oslo_config import generator
 
 from cyborg.common import config_check
 from cyborg.conf import agent as agent_conf
@@ -124,6 +125,18 @@ class ConfigCheckTest(base.TestCase):
                    'endpoint = http://p\ntokn = x\n')
         self.assertEqual([('placement', 'tokn')],
                          config_check.unknown_options(self.conf))
+
+    def test_a_namespace_that_fails_to_load_is_left_out(self):
+        list_opts = generator._list_opts
+
+        def failing(namespaces):
+            if namespaces == ['broken']:
+                raise ImportError('no module named broken')
+            return list_opts(namespaces)
+        self.useFixture(fixtures.MonkeyPatch(
+            'oslo_config.generator._list_opts', failing))
+        known = config_check.known_options(['broken', 'cyborg'])
+        self.assertIn('heartbeat_interval', known['agent'])
 
     def test_registered_options_need_no_namespace(self):
         self.parse('[agent]\nheartbeat_interval = 3\n')
