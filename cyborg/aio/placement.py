@@ -69,7 +69,9 @@ def mount(main_app, placement_app, prefix=PREFIX):
         path = environ.get('PATH_INFO', '')
         if path == prefix or path.startswith(prefix + '/'):
             environ['SCRIPT_NAME'] = environ.get('SCRIPT_NAME', '') + prefix
-            environ['PATH_INFO'] = path[len(prefix):]
+            # "/placement" is Placement's root, which its noauth2 serves
+            # without a token (as keystonemiddleware's setup does): "/".
+            environ['PATH_INFO'] = path[len(prefix):] or '/'
             return placement_app(environ, start_response)
         return main_app(environ, start_response)
     return dispatch

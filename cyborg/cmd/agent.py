@@ -5,28 +5,44 @@ this host as one JSON file (``-``: standard output) and exits; see
 :mod:`cyborg.accelerator.common.capture`.
 """
 
-import argparse
 import sys
+
+from oslo_config import cfg
 
 from cyborg.accelerator.common import capture
 from cyborg.agent import manager
+from cyborg.common import pidlock
 from cyborg.common import rpc
 from cyborg.common import service
+
+PROG = 'cyborg-agent'
+DESCRIPTION = ("Run cyborg's agent: it finds this host's accelerators with "
+               "the enabled drivers and reports them to the conductor; one "
+               "per compute host.")
+
+CLI_OPTS = [
+    cfg.StrOpt('capture', metavar='FILE',
+               help='Write what the agent reads on this host (PCI '
+                    'functions, mdev types, IOMMU groups) as one JSON file '
+                    '("-": standard output) and exit, without starting the '
+                    'agent.'),
+]
 
 
 def main(argv=None):
     argv = sys.argv if argv is None else argv
-    parser = argparse.ArgumentParser(prog='cyborg-agent', add_help=False)
-    parser.add_argument('--capture', metavar='FILE')
-    args, rest = parser.parse_known_args(argv[1:])
-    service.prepare_service([argv[0]] + rest)
     conf = service.CONF
-    if args.capture:
-        capture.write(args.capture, capture.resolve_root(conf))
+    conf.register_cli_opts(CLI_OPTS)
+    service.prepare_service(argv, prog=PROG, description=DESCRIPTION)
+    if conf.capture:
+        capture.write(conf.capture, capture.resolve_root(conf))
         return 0
+    # One agent per state file, held until the process ends.
+    pidlock.hold(conf.agent.state_file + pidlock.LOCK_SUFFIX, PROG,
+                 '[agent] state_file %s' % conf.agent.state_file)
     svc = service.RPCService(conf.host, rpc.AGENT_TOPIC,
                              manager.AgentManager(conf.host, conf))
-    return service.run_in_foreground(svc)
+    service.finish(service.run_in_foreground(svc))
 
 
 if __name__ == '__main__':

@@ -13,13 +13,18 @@ from cyborg import conf as cyborg_conf
 CONF = cyborg_conf.CONF
 
 
+PROG = 'cyborg-api'
+DESCRIPTION = ("Run cyborg's REST API (v2, and the v1 view) on [api] host_ip "
+               "and port, with [api] api_workers processes.")
+
+
 def main():
-    service.prepare_service(sys.argv)
+    service.prepare_service(sys.argv, prog=PROG, description=DESCRIPTION)
     workers = CONF.api.api_workers or server.default_workers()
     api = server.APIService(CONF, workers=workers)
     if workers == 1:
         # No parent that only watches a single worker: half the memory.
-        sys.exit(service.run_in_foreground(api))
+        service.finish(service.run_in_foreground(api))
     sys.exit(service.launch([api], workers=workers))
 
 

@@ -10,8 +10,14 @@ from cyborg.db import api as db_api
 from cyborg.db import migration
 
 
+PROG = 'cyborg-conductor'
+DESCRIPTION = ("Run cyborg's conductor: the only writer of the database; it "
+               "takes the agents' reports, keeps Placement in step and "
+               "binds accelerator requests. Run one or more.")
+
+
 def main():
-    service.prepare_service(sys.argv)
+    service.prepare_service(sys.argv, prog=PROG, description=DESCRIPTION)
     conf = service.CONF
     db_api.configure(conf)
     try:
@@ -20,7 +26,7 @@ def main():
         sys.exit('cyborg-conductor: %s' % e)
     svc = service.RPCService(conf.host, rpc.CONDUCTOR_TOPIC,
                              manager.ConductorManager(conf.host, conf))
-    return service.run_in_foreground(svc)
+    service.finish(service.run_in_foreground(svc))
 
 
 if __name__ == '__main__':

@@ -64,6 +64,10 @@ ONLINE_MIGRATIONS = ()
 BATCH_SIZE = 50
 
 
+DESCRIPTION = ('Create, upgrade and inspect the cyborg database ([database] '
+               'connection); run the online data migrations.')
+
+
 class DBSyncError(Exception):
     """A problem the operator can fix; reported as one line."""
 
@@ -291,7 +295,8 @@ def main(argv=None):
     logging.set_defaults(
         default_log_levels=logging.get_default_log_levels() + ['alembic=WARN'])
     CONF.register_cli_opt(command_opt)
-    service.prepare_service(argv, CONF)
+    service.prepare_service(argv, CONF, prog='cyborg-dbsync',
+                            description=DESCRIPTION)
     return run(CONF)
 
 

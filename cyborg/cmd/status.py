@@ -17,6 +17,7 @@ from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
 from cyborg.cmd import dbsync
+from cyborg.common import config_check
 from cyborg.common.clients import placement as placement_client
 from cyborg import conf as cyborg_conf
 from cyborg.db import adopt
@@ -25,6 +26,11 @@ from cyborg.db import migration
 from cyborg.db import models
 
 CONF = cyborg_conf.CONF
+
+PROG = 'cyborg-status'
+DESCRIPTION = ('Check that this deployment is ready for the installed '
+               'cyborg ("upgrade check"): database schema, configuration, '
+               'drivers, Placement.')
 
 DRIVER_NAMESPACE = 'cyborg.accelerator.driver'
 
@@ -130,7 +136,22 @@ class Checks(upgradecheck.UpgradeCommands):
                            % dbsync.error_line(e))
         return _adoption_result(record, unconfirmed, missing)
 
+    def _check_configuration(self):
+        """Bad values fail; options no library knows are warned about."""
+        problems = config_check.bad_values(self.conf)
+        if problems:
+            return _result(upgradecheck.Code.FAILURE, '; '.join(problems))
+        unknown = config_check.unknown_options(self.conf)
+        if unknown:
+            return _result(
+                upgradecheck.Code.WARNING,
+                'The configuration files set options that cyborg does not '
+                'know (a misspelling?); they are ignored: %s'
+                % config_check.describe_unknown(unknown))
+        return _result(upgradecheck.Code.SUCCESS)
+
     _upgrade_checks = (
+        ('Configuration', _check_configuration),
         ('Database schema', _check_database_schema),
         ('Policy File JSON to YAML Migration', _check_policy_file),
         ('Enabled accelerator drivers', _check_enabled_drivers),
@@ -242,10 +263,18 @@ def _placement_version_result(document):
 
 
 def main(argv=None):
+    """``upgradecheck.main``, with the configuration errors of every cyborg
+    command: one line on stderr and exit status 2."""
     policy_opts.set_defaults(CONF)
-    return upgradecheck.main(
-        CONF, project='cyborg', upgrade_command=Checks(CONF),
-        argv=sys.argv[1:] if argv is None else argv)
+    upgradecheck.register_cli_options(CONF, Checks(CONF))
+    try:
+        config_check.parse(CONF, sys.argv[1:] if argv is None else argv,
+                           project='cyborg', prog=PROG,
+                           description=DESCRIPTION)
+    except config_check.ConfigError as e:
+        print('%s: error: %s' % (PROG, e), file=sys.stderr)
+        return config_check.EXIT_STATUS
+    return upgradecheck.run(CONF)
 
 
 if __name__ == '__main__':

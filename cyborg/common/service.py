@@ -1,14 +1,18 @@
 """What every cyborg daemon shares: preparing config and logging, and the
 RPC service that hosts a manager."""
 
+import logging as std_logging
+import os
 import signal
 import sys
 import threading
+import time
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_service import service
 
+from cyborg.common import config_check
 from cyborg.common import exception
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
@@ -20,15 +24,36 @@ LOG = logging.getLogger(__name__)
 CONF = cyborg_conf.CONF
 
 
-def prepare_service(argv=None, conf=CONF, default_config_files=None):
-    """Parse the command line and config files, set up logging."""
+def prepare_service(argv=None, conf=CONF, default_config_files=None,
+                    prog=None, description=None):
+    """Parse the command line and config files and check them, set up
+    logging.
+
+    A configuration mistake (a missing or unreadable file, a syntax
+    error, a bad value) ends the process with one line on stderr and exit
+    status 2 before anything starts; options and groups no library knows
+    are logged as a warning.
+    """
     argv = sys.argv if argv is None else argv
     logging.register_options(conf)
     rpc.set_defaults()
     conf_opts.set_common_defaults()
-    conf(argv[1:], project='cyborg', version=version.version_string(),
-         default_config_files=default_config_files)
+    prog = prog or os.path.basename(argv[0] if argv else 'cyborg')
+    try:
+        config_check.parse(conf, argv[1:], project='cyborg', prog=prog,
+                           version=version.version_string(),
+                           default_config_files=default_config_files,
+                           description=description)
+        config_check.check(conf)
+    except config_check.ConfigError as e:
+        print('%s: error: %s' % (prog, e), file=sys.stderr)
+        raise SystemExit(config_check.EXIT_STATUS) from None
     logging.setup(conf, 'cyborg')
+    unknown = config_check.unknown_options(conf)
+    if unknown:
+        LOG.warning('The configuration files set options that cyborg does '
+                    'not know (a misspelling?); they are ignored: %s',
+                    config_check.describe_unknown(unknown))
     objects.register_all()
 
 
@@ -45,7 +70,7 @@ class RPCService(service.Service):
 
     The manager may define ``init_host()``, ``del_host()`` and
     ``periodic_tasks()`` returning ``(interval, callable)`` pairs that run
-    in timers for the life of the service.
+    in :class:`PeriodicTask` threads for the life of the service.
     """
 
     def __init__(self, host, topic, manager, conf=CONF):
@@ -55,6 +80,7 @@ class RPCService(service.Service):
         self.manager = manager
         self.conf = conf
         self.rpcserver = None
+        self.timers = []
 
     def start(self):
         super().start()
@@ -69,11 +95,18 @@ class RPCService(service.Service):
             init_host()
         for interval, task in getattr(self.manager, 'periodic_tasks',
                                       lambda: [])():
-            self.tg.add_timer(interval, _guarded(task), initial_delay=0)
+            timer = PeriodicTask(interval, _guarded(task))
+            timer.start()
+            self.timers.append(timer)
         LOG.info('Started %s on topic %s as %s', type(self.manager).__name__,
                  self.topic, self.host)
 
     def stop(self, graceful=True):
+        for timer in self.timers:
+            timer.stop()
+        for timer in self.timers:
+            timer.join(PeriodicTask.STOP_WAIT)
+        self.timers = []
         if self.rpcserver is not None:
             self.rpcserver.stop()
             self.rpcserver.wait()
@@ -83,6 +116,37 @@ class RPCService(service.Service):
         super().stop(graceful=graceful)
         LOG.info('Stopped %s on topic %s', type(self.manager).__name__,
                  self.topic)
+
+
+class PeriodicTask(threading.Thread):
+    """Runs ``task`` at once, then every ``interval`` seconds (start to
+    start), until :meth:`stop`, which wakes it at once.
+
+    Not oslo.service's timers: each keeps a futurist worker thread that
+    looks for its end only once a second, so a daemon took a second or
+    more to exit after stopping.
+    """
+
+    #: Seconds stop() waits for a task that is running to finish; the
+    #: thread is a daemon thread, which the process does not wait for.
+    STOP_WAIT = 1.0
+
+    def __init__(self, interval, task):
+        super().__init__(name='periodic-%s' % task.__name__, daemon=True)
+        self.interval = interval
+        self.task = task
+        self._halt = threading.Event()
+
+    def run(self):
+        while not self._halt.is_set():
+            started = time.monotonic()
+            self.task()
+            if self._halt.wait(max(0.0, started + self.interval
+                                   - time.monotonic())):
+                return
+
+    def stop(self):
+        self._halt.set()
 
 
 def _guarded(task):
@@ -119,9 +183,12 @@ def run_in_foreground(svc, conf=CONF):
     it. A failure to start is an exit with an error, not a respawn loop.
     """
     stopping = threading.Event()
+    name = conf.prog or 'cyborg'
 
     def on_signal(signum, _frame):
-        LOG.info('Signal %s received, stopping', signum)
+        if stopping.is_set():
+            return  # a second Ctrl-C while stopping says nothing new
+        LOG.info('%s received, stopping', signal.Signals(signum).name)
         stopping.set()
 
     def on_hangup(_signum, _frame):
@@ -141,7 +208,23 @@ def run_in_foreground(svc, conf=CONF):
     while not stopping.wait(3600):
         pass
     svc.stop()
+    LOG.info('%s stopped', name)
     return 0
+
+
+def finish(status):
+    """End the process with ``status`` once its service has stopped:
+    flush the log and the standard streams, and skip the interpreter's
+    teardown of its thousands of modules and objects, which took a
+    daemon more than a second after it had stopped (nothing is left to
+    save then: every part stopped and the databases committed)."""
+    std_logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(status)
 
 
 def _stop_quietly(svc):

@@ -17,6 +17,15 @@ from cyborg.conf import services
 _MODULES = (default, api, agent, aio, conductor, database, services,
             drivers, nic)
 
+#: The option namespaces (entry points "oslo.config.opts") of cyborg and
+#: the libraries it configures: what etc/cyborg/cyborg-config-generator.conf
+#: lists, and what the daemons check config files against.
+NAMESPACES = ('cyborg', 'oslo.db', 'oslo.log', 'oslo.messaging',
+              'oslo.middleware.cors', 'oslo.middleware.healthcheck',
+              'oslo.middleware.http_proxy_to_wsgi',
+              'oslo.middleware.sizelimit', 'oslo.policy',
+              'oslo.service.service', 'keystonemiddleware.auth_token')
+
 
 def list_opts():
     """(group, opts) pairs of every cyborg option, for the generator."""

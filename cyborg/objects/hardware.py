@@ -15,8 +15,7 @@ from cyborg.objects import fields
 class HardwareFunction(base.CyborgObject):
     """One function and a driver's decision about it.
 
-    ``address`` is the PCI address (or the control path of a device that
-    is not a PCI function, such as the fake card); ``driver`` the entry
+    ``address`` is the PCI address (``DDDD:BB:DD.F``); ``driver`` the entry
     point name of the driver that looked at it. A function not
     ``offered`` has a ``reason`` and, when an operator can change it, an
     ``action`` (the option to set, the binding to make).

@@ -1,18 +1,45 @@
 # shellcheck shell=bash
 # Shared by tools/run-tests and tools/aio (sourced, not run).
 #
-# cyborg_venv TOP makes TOP/.venv ready: it creates the virtualenv with
-# "python3 -m venv" if there is none, and installs requirements.txt,
-# test-requirements.txt and cyborg itself (editable) into it. The
-# installation is skipped when a stamp file in the virtualenv holds the
-# hash of requirements.txt, test-requirements.txt and setup.cfg as they
-# are now. Delete .venv to start from scratch.
+# cyborg_venv TOP [test] makes TOP/.venv ready: it creates the virtualenv
+# with "python3 -m venv" if there is none, installs what the service needs
+# to run (requirements.txt and cyborg itself, editable) and, with "test",
+# what the tests need too (test-requirements.txt). tools/aio asks for the
+# first, tools/run-tests for both.
+#
+# Each part is skipped when a stamp file in the virtualenv holds the hash
+# of the files it was installed from, as they are now: $run_stamp for the
+# service's part (requirements.txt and setup.cfg), $stamp for all of it
+# (requirements.txt, test-requirements.txt and setup.cfg; the stamp
+# earlier versions of this file wrote, so a virtualenv they made, or
+# share, stays valid). So a virtualenv made by tools/aio gets only the
+# test requirements from tools/run-tests, and one made by tools/run-tests
+# needs nothing more for tools/aio. pip's progress is shown, less the
+# lines about what is installed already. Delete .venv to start from
+# scratch.
+
+# The sha256 of the files named, one after another.
+cyborg_hash() {
+    python3 -c 'import hashlib, sys
+print(hashlib.sha256(b"".join(
+    open(n, "rb").read() + b"\0" for n in sys.argv[1:])).hexdigest())' "$@"
+}
+
+# pip install ARGS in VENV, showing what it does but what it skips.
+cyborg_pip() {
+    local venv=$1
+    shift
+    "$venv/bin/python" -m pip install --progress-bar off "$@" \
+        | sed -u '/^Requirement already satisfied/d'
+}
 
 cyborg_venv() {
     local top=$1
+    local part=${2:-run}
     local venv="$top/.venv"
     local stamp="$venv/.cyborg-installed"
-    local want have
+    local run_stamp="$venv/.cyborg-run-installed"
+    local want want_run
 
     if [ ! -x "$venv/bin/python" ]; then
         echo "==> creating virtualenv $venv"
@@ -21,29 +48,32 @@ cyborg_venv() {
                 "python3-venv package" >&2
             return 1
         fi
-        rm -f "$stamp"
+        rm -f "$stamp" "$run_stamp"
     fi
 
-    want=$(python3 -c 'import hashlib, sys
-print(hashlib.sha256(b"".join(
-    open(n, "rb").read() + b"\0" for n in sys.argv[1:])).hexdigest())' \
-        "$top/requirements.txt" "$top/test-requirements.txt" \
-        "$top/setup.cfg")
-    have=""
-    if [ -f "$stamp" ]; then
-        have=$(cat "$stamp")
-    fi
-    if [ "$want" = "$have" ]; then
+    want=$(cyborg_hash "$top/requirements.txt" \
+        "$top/test-requirements.txt" "$top/setup.cfg")
+    if [ "$want" = "$(cat "$stamp" 2>/dev/null)" ]; then
         echo "==> virtualenv $venv is up to date"
         return 0
     fi
-
-    echo "==> upgrading pip"
-    "$venv/bin/python" -m pip install -qq --upgrade pip
-    echo "==> installing requirements and cyborg into $venv" \
-        "(takes a few minutes the first time)"
-    "$venv/bin/python" -m pip install -qq \
-        -r "$top/requirements.txt" -r "$top/test-requirements.txt" \
-        -e "$top"
+    want_run=$(cyborg_hash "$top/requirements.txt" "$top/setup.cfg")
+    if [ "$want_run" != "$(cat "$run_stamp" 2>/dev/null)" ]; then
+        echo "==> upgrading pip"
+        "$venv/bin/python" -m pip install -q --upgrade pip
+        echo "==> installing what cyborg needs to run (requirements.txt)" \
+            "and cyborg into $venv; a few minutes the first time"
+        cyborg_pip "$venv" -r "$top/requirements.txt" -e "$top"
+        echo "$want_run" > "$run_stamp"
+    fi
+    if [ "$part" != test ]; then
+        echo "==> virtualenv $venv has what cyborg needs to run"
+        return 0
+    fi
+    echo "==> installing what the tests need (test-requirements.txt)" \
+        "into $venv"
+    cyborg_pip "$venv" -r "$top/requirements.txt" \
+        -r "$top/test-requirements.txt"
     echo "$want" > "$stamp"
+    echo "==> virtualenv $venv is up to date"
 }

@@ -121,14 +121,14 @@ class NotReady(Exception):
 
 
 def hardware_entry(address, device=None, not_ready=None, function=None,
-                   vendor_id=None):
+                   vendor_id=None, product_id=None):
     """One row of a hardware listing (the seed's driver GET /hardware):
     the function at ``address`` (a PciFunction, when read from sysfs),
     offered as ``device`` or not offered for ``not_ready``."""
     return {'address': str(address), 'device': device,
             'ready': not_ready is None,
             'vendor_id': function.vendor if function else vendor_id,
-            'product_id': function.product if function else None,
+            'product_id': function.product if function else product_id,
             'kernel_driver': function.driver if function else None,
             'setup_required': bool(not_ready and not_ready.setup_required),
             'reboot_required': bool(not_ready and

@@ -149,3 +149,34 @@ class AllInOneTest(testtools.TestCase):
         self.assertEqual(1, other.process.wait(60))
         self.assertIn('Address already in use', other.output())
         self.assertTrue(blocker.running())
+
+    def test_second_instance_on_one_state_dir_is_refused(self):
+        first = self.start()
+        other = daemons.Daemon(
+            self, 'aio', ['--port', str(daemons.free_port()), '--state-dir',
+                          self.state_dir],
+            os.path.join(self.tmp, 'other.log'))
+        self.assertEqual(1, other.process.wait(60))
+        self.assertIn('cyborg-aio: error: --state-dir %s: in use by process '
+                      '%d' % (self.state_dir, first.process.pid),
+                      other.output())
+        self.assertNotIn('Traceback', other.output())
+        self.assertTrue(first.running())
+        # Once the first has stopped, the directory is free again.
+        self.assertEqual(0, first.terminate())
+        self.start()
+
+    def test_start_and_ctrl_c_log_no_failure_and_one_stopped_line(self):
+        aio = self.start()
+        wait_for(lambda: len(self.providers()) == 2)
+        # A second Ctrl-C while it stops says nothing more.
+        aio.process.send_signal(signal.SIGINT)
+        self.assertEqual(0, aio.terminate(signum=signal.SIGINT))
+        lines = aio.output().splitlines()
+        # Placement's version document needs no token: no 401 at start.
+        self.assertEqual([], [line for line in lines
+                              if 'status: 4' in line or 'status: 5' in line])
+        self.assertEqual([], [line for line in lines
+                              if ' ERROR ' in line or 'Traceback' in line])
+        self.assertEqual(1, sum('SIGINT received' in line for line in lines))
+        self.assertIn('cyborg-aio stopped', lines[-1])

@@ -28,6 +28,21 @@ class FakeDriverTest(base.TestCase):
         self.assertEqual({'rc': 'FPGA', 'trait0': 'CUSTOM_FAKE_DEVICE'},
                          attributes)
 
+    def test_device_names_vendor_and_model_like_a_real_driver(self):
+        device = fake.FakeDriver(self.conf).discover()[0]
+        self.assertRegex(device.vendor, '^[0-9a-f]{4}$')
+        self.assertEqual('Fake FPGA card (16 functions)', device.model)
+        self.assertEqual(
+            {'bus': '0c', 'device': '00', 'domain': '0000', 'function': '0'},
+            json.loads(device.controlpath_id.cpid_info))
+
+    def test_hardware_row_shows_a_pci_address_and_ids(self):
+        [row] = fake.FakeDriver(self.conf).hardware()
+        self.assertEqual('0000:0c:00.0', row['address'])
+        self.assertEqual(('abcd', 'fa16'),
+                         (row['vendor_id'], row['product_id']))
+        self.assertTrue(row['ready'])
+
 
 class HoldTest(base.TestCase):
     """[fake_driver] hold_dir stops programming half-way until released."""

@@ -175,3 +175,40 @@ class AllChecksTest(_StatusTestCase):
         for name in ('Database schema', 'Policy File JSON to YAML Migration',
                      'Enabled accelerator drivers', 'Placement API'):
             self.assertIn(name, self.stdout.getvalue())
+
+
+class ConfigurationCheckTest(base.TestCase):
+    """What the daemons would warn about or refuse, on a ConfigOpts of
+    the options of the agent."""
+
+    def checks(self, text):
+        from oslo_config import cfg
+
+        from cyborg.conf import agent as agent_conf
+        from cyborg.conf import default as default_conf
+        conf = cfg.ConfigOpts()
+        default_conf.register_opts(conf)
+        agent_conf.register_opts(conf)
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'cyborg.conf')
+        with open(path, 'w') as f:
+            f.write(text)
+        conf(['--config-file', path], default_config_files=[])
+        return status.Checks(conf), path
+
+    def test_unknown_options_are_a_warning_naming_them(self):
+        checks, _path = self.checks('[agent]\nheartbeat_intervall = 3\n')
+        result = checks._check_configuration()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('[agent] heartbeat_intervall', result.details)
+
+    def test_bad_values_are_a_failure_naming_them(self):
+        checks, path = self.checks('[agent]\nheartbeat_interval = 0\n')
+        result = checks._check_configuration()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertEqual('[agent] heartbeat_interval in %s: Should be greater '
+                         'than or equal to 1' % path, result.details)
+
+    def test_a_clean_configuration_succeeds(self):
+        checks, _path = self.checks('[agent]\nheartbeat_interval = 3\n')
+        self.assertEqual(Code.SUCCESS, checks._check_configuration().code)

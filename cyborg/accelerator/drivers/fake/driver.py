@@ -13,14 +13,22 @@ import os
 import re
 import time
 
+from cyborg.accelerator.common import pci
 from cyborg.accelerator.drivers import base
 from cyborg.objects import driver_device as dd
 
-PCI_ADDRESS = {'domain': '0000', 'bus': '0c', 'device': '00',
-               'function': '0'}
+#: The card's made-up PCI address (its control path) and, as upstream's
+#: dict of strings, what its control path id holds.
+CARD_ADDRESS = pci.PciAddress(0, 0x0c, 0, 0)
+PCI_ADDRESS = CARD_ADDRESS.as_dict()
 NUM_FUNCTIONS = 16
-VENDOR_ID = '0xABCD'
-PRODUCT_ID = '0xabcd'
+# Ids in the form real drivers report them (four lower-case hex digits,
+# as sysfs has them); no vendor has these.
+VENDOR_ID = 'abcd'
+PRODUCT_ID = 'fa16'
+# PCI class 12: processing accelerator.
+CLASS_CODE = '120000'
+MODEL = 'Fake FPGA card (%d functions)' % NUM_FUNCTIONS
 RESOURCE_CLASS = 'FPGA'
 TRAIT = 'CUSTOM_FAKE_DEVICE'
 DRIVER_NAME = 'FAKEDRIVER'
@@ -47,8 +55,7 @@ def hold(directory):
 
 
 def _pci_info(function):
-    return json.dumps(dict(PCI_ADDRESS, function=str(function)),
-                      sort_keys=True)
+    return CARD_ADDRESS._replace(function=function).to_json()
 
 
 class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
@@ -65,7 +72,7 @@ class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
 
     def _check_card(self, controlpath_id):
         info = controlpath_id.get('cpid_info')
-        if info != json.dumps(PCI_ADDRESS, sort_keys=True):
+        if info != CARD_ADDRESS.to_json():
             raise base.OperationFailed('no fake card at %s' % info)
         return info
 
@@ -98,12 +105,20 @@ class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
                             dd.DriverAttribute(key='trait0', value=TRAIT)],
             attach_handle_list=handles)
         device = dd.DriverDevice(
-            vendor=VENDOR_ID, model='miss model info', type=self.device_type,
-            std_board_info=json.dumps({'device_id': PRODUCT_ID,
-                                       'class': 'Fake class'}),
+            vendor=VENDOR_ID, model=MODEL, type=self.device_type,
+            std_board_info=json.dumps({'product_id': PRODUCT_ID,
+                                       'class': CLASS_CODE,
+                                       'numa_node': None}, sort_keys=True),
             vendor_board_info='fake_vendor_info',
             controlpath_id=dd.DriverControlPathID(
-                cpid_type='PCI', cpid_info=json.dumps(PCI_ADDRESS,
-                                                      sort_keys=True)),
+                cpid_type='PCI', cpid_info=CARD_ADDRESS.to_json()),
             deployable_list=[deployable], stub=False)
         return [device]
+
+    def survey(self):
+        """The card, offered, in a row like a real driver's: its PCI
+        address and ids as sysfs would show them."""
+        devices = self.discover()
+        return devices, [base.hardware_entry(
+            CARD_ADDRESS, device, vendor_id=VENDOR_ID, product_id=PRODUCT_ID)
+            for device in devices]
