@@ -150,8 +150,14 @@ class Attachments:
         patch = {uuid: {'hostname': hosts.get(rp), 'device_rp_uuid': rp,
                         'instance_uuid': instance_uuid}
                  for uuid, rp in rps.items()}
-        self.binding.apply_patch(context, patch, None,
-                                 new_instances_only=False)
+        try:
+            self.binding.apply_patch(context, patch, None,
+                                     new_instances_only=False)
+        except Exception:
+            # Refused before any bind (a provider cyborg does not know,
+            # say): the ARQs made for it go too.
+            self.binding.delete(context, arq_uuids=uuids)
+            raise
         failed = [arq.uuid for arq in db_arqs.get_many(context, uuids)
                   if arq.state != states.BOUND]
         if failed:

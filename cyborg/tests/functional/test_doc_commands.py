@@ -66,6 +66,8 @@ SKIPS = {
     ('doc/source/admin/benchmarks.rst', 'REF_RESET=1'):
         'installs upstream cyborg for the reference benchmark',
     ('doc/source/admin/benchmarks.rst', '~/cyborg-ref/'): BENCHMARK,
+    ('doc/source/admin/benchmarks.rst', 'bash ../shared/reference/ref-up.sh'):
+        'starts upstream cyborg for the reference benchmark',
     ('doc/source/admin/benchmarks.rst', 'CYBORG_NOVA_E2E_KEEP=1'):
         'tools/nova-e2e: installs and runs a real Nova',
     ('doc/source/admin/cli.rst', 'cyborg uninstall-driver fake_driver'):
@@ -83,6 +85,12 @@ SKIPS = {
     ('doc/source/admin/programming.rst', 'curl -X PATCH'):
         'a shortened URL (".../v2/deployables/<uuid>/program") and an '
         'image in Glance',
+    ('doc/source/admin/troubleshooting.rst',
+     'cyborg-agent --config-file /etc/cyborg/cyborg.conf --capture'):
+        PRODUCTION,
+    ('doc/source/admin/troubleshooting.rst', 'cyborg-aio --sysfs-root'):
+        'starts an all-in-one on port 6666 from a capture a user sent; '
+        'the test runs its own',
     ('doc/source/admin/upgrades.rst', 'cyborg-dbsync'): PRODUCTION,
     ('doc/source/admin/upgrades.rst', 'cyborg-status'): PRODUCTION,
     ('doc/source/configuration/index.rst', 'tox -e genconfig'):

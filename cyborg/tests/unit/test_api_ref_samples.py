@@ -15,7 +15,6 @@ import webob
 
 from cyborg.api.controllers import root
 from cyborg.api.controllers.v1 import accelerators as v1_accelerators
-from cyborg.api.controllers.v2 import _ops
 from cyborg.api.controllers.v2 import accelerator_requests
 from cyborg.api.controllers.v2 import attributes
 from cyborg.api.controllers.v2 import deployables
@@ -303,7 +302,8 @@ class OperationSamplesMatchCodeTest(base.TestCase):
             db_deployables, 'services', return_value=(
                 [row], {row.id: [('rc', 'CUSTOM_QAT'),
                                  ('trait0', 'CUSTOM_QAT_CRYPTO')]})))
-        self.useFixture(fixtures.MockPatchObject(_ops, 'authorize'))
+        self.useFixture(fixtures.MockPatchObject(services.common,
+                                                 'authorize'))
         # The controller reads its query through pecan.request.
         self.useFixture(fixtures.MockPatchObject(
             services, 'pecan', types.SimpleNamespace(request=_request())))

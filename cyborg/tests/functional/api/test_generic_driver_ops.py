@@ -242,6 +242,35 @@ class GenericDriverOpsTest(test_deployables.Inventory,
         self.assert_error(self.op('POST', '/v2/attachments', {
             'device_profile_name': 'fake-fpga'}), 400, 'instance_uuid')
 
+    def test_attach_to_a_provider_cyborg_does_not_know(self):
+        # A provider with cyborg's trait that no deployable has (left
+        # behind by another deployment, say): Placement offers it, the
+        # bind refuses it, and nothing of the attachment stays.
+        client = self.placement.client
+        rp_uuid = str(uuid.uuid4())
+        client.put('/traits/CUSTOM_STALE', microversion='1.6')
+        client.post('/resource_providers', json={
+            'name': 'stale-%s' % rp_uuid, 'uuid': rp_uuid,
+            'parent_provider_uuid': self.compute_node['uuid']},
+            microversion='1.20')
+        self.addCleanup(client.delete, '/resource_providers/%s' % rp_uuid)
+        client.put('/resource_providers/%s/inventories' % rp_uuid, json={
+            'resource_provider_generation': 0,
+            'inventories': {'FPGA': {'total': 1}}}, microversion='1.20')
+        client.put('/resource_providers/%s/traits' % rp_uuid, json={
+            'resource_provider_generation': 1,
+            'traits': [placement_sync.OWNER_TRAIT, 'CUSTOM_STALE']},
+            microversion='1.20')
+        self.post('/v2/device_profiles', [{'name': 'stale', 'groups': [
+            {'resources:FPGA': '1', 'trait:CUSTOM_STALE': 'required'}]}])
+        self.assert_error(self.op('POST', '/v2/attachments', {
+            'instance_uuid': INSTANCE, 'device_profile_name': 'stale',
+            'host': self.host}), 400, rp_uuid)
+        self.assertEqual([], self.get('/v2/accelerator_requests',
+                                      instance=INSTANCE).json['arqs'])
+        self.assertEqual([], self.rows(models.ExtendedAcceleratorRequest))
+        self.assertEqual({}, self.allocations(INSTANCE))
+
     def test_policy(self):
         for method, path, body in (
                 ('GET', '/v2/hosts', None), ('GET', '/v2/drivers', None),
