@@ -66,6 +66,13 @@ class InvalidUUID(Invalid):
     msg_fmt = _('Expected a UUID but received %(uuid)s.')
 
 
+class RefusedDeviceArgument(Invalid):
+    """An agent or its privileged daemon refuses what it was asked to do
+    to a device: an argument is not what it must be."""
+
+    msg_fmt = _('%(operation)s refused: %(reason)s')
+
+
 class MarkerNotFound(Invalid):
     msg_fmt = _('No item with marker %(marker)s was found.')
 
