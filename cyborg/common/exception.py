@@ -249,8 +249,13 @@ class ImageNotFound(Invalid):
 
 
 class ImageNotUnique(Invalid):
-    msg_fmt = _('Expected exactly one image in Glance with '
-                'accel:function_id %(function_id)s, found %(count)d.')
+    msg_fmt = _('Expected exactly one active image of a trusted owner in '
+                'Glance with accel:function_id %(function_id)s, found '
+                '%(count)d (%(images)s).')
+
+
+class ImageNotTrusted(Invalid):
+    msg_fmt = _('Image %(image)s cannot be programmed: %(reason)s.')
 
 
 class GlanceUnavailable(ServiceUnavailable):
