@@ -201,6 +201,12 @@ class InstanceHasARQs(Invalid):
     msg_fmt = _('Instance %(instance)s already has accelerator requests.')
 
 
+class BindHostMismatch(Invalid):
+    msg_fmt = _('Accelerator request %(arq)s cannot be bound on host '
+                '%(hostname)s: resource provider %(rp_uuid)s is a device '
+                'of host %(host)s.')
+
+
 class ARQBadState(Conflict):
     msg_fmt = _('Accelerator request %(arq)s is %(state)s; it must be one '
                 'of %(expected)s for this.')

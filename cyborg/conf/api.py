@@ -54,6 +54,12 @@ opts = [
              'max_request_body_size, for one), so that a client that '
              'sends its whole body before reading the answer can read '
              'it. A larger unread body closes the connection at once.'),
+    cfg.ListOpt(
+        'service_token_roles', default=['service'],
+        help='Roles of a service token (X-Service-Token, as Nova sends '
+             'it) that make a request a service\'s, which binding and '
+             'unbinding accelerator requests needs. Other roles of the '
+             'token, admin included, do not.'),
     cfg.IntOpt(
         'max_limit', default=1000, min=1,
         help='Largest number of items a list request returns in one page.'),
