@@ -332,7 +332,6 @@ def bind(context, binds, project_id, conductor, ready,
     handle, for the caller to prepare and then ``finish_binds``, and the
     uuids of those that failed.
     """
-
     _refuse_foreign_hosts(context, binds)
     locked = _lock_instances(context, binds)
     if new_instances_only:
