@@ -32,6 +32,8 @@ from cheroot import errors
 from cheroot import server as cheroot_server
 
 HEADER_END = b'\r\n\r\n'
+#: Lines ended by LF alone: not HTTP, which cheroot answers with a 400.
+BARE_END = b'\n\n'
 RECV_SIZE = 65536
 
 #: The bounds, from ``[api]``.
@@ -188,7 +190,8 @@ class Connection(cheroot_server.HTTPConnection):
         rfile._read_buf, rfile._read_pos = b'', 0
         cap = self.server.max_request_header_size + len(HEADER_END)
         ended = self._receive(cap)
-        if (ended or HEADER_END in self._pending[:cap]
+        head = self._pending[:cap]
+        if (ended or HEADER_END in head or BARE_END in head
                 or len(self._pending) >= cap):
             rfile._read_buf, self._pending = self._pending, b''
             return True
@@ -204,7 +207,8 @@ class Connection(cheroot_server.HTTPConnection):
         self.socket.settimeout(0)
         try:
             while len(self._pending) < cap:
-                data = self.socket.recv(RECV_SIZE)
+                data = self.socket.recv(min(RECV_SIZE,
+                                            cap - len(self._pending)))
                 if not data:
                     return True
                 self._pending += data

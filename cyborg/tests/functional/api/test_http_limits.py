@@ -102,6 +102,14 @@ class HeaderLimitsTest(_ServerTest):
                         answer)
         self.assertIn(b'max_request_header_count', answer)
 
+    def test_lines_without_cr_are_refused_at_once(self):
+        sock = self.connect()
+        sock.sendall(b'GET / HTTP/1.1\nHost: x\n\n')
+        # Answered by cheroot's parser, not left to header_timeout.
+        answer = read_answer(sock, timeout=LIMITS.header_timeout / 2)
+        self.assertTrue(answer.startswith(b'HTTP/1.1 400 Bad Request'),
+                        answer)
+
     def test_headers_at_the_limits_pass(self):
         headers = {'X-H%d' % i: 'v' for i in range(12)}
         headers['X-Big'] = 'a' * 3000
