@@ -17,11 +17,17 @@ cheroot, bound that (options of ``[api]``):
   (431) and ``max_request_header_count`` lines (400);
 * a worker process serves at most ``max_connections`` connections at once;
   one more is answered 503 and closed;
-* a body the application did not read (a 413 for a body over ``[oslo_
-  middleware] max_request_body_size``, say) is read and discarded, up to
-  ``max_discarded_body_size`` bytes, before the connection is closed, so
-  a client that sends its whole body before it reads the answer (python-
-  requests does) gets the answer instead of a reset connection.
+* a body the application did not read (a 413 for a body over
+  ``[oslo_middleware] max_request_body_size``, say) is read and
+  discarded, up to ``max_discarded_body_size`` bytes, before the
+  connection is closed, so a client that sends its whole body before it
+  reads the answer gets the answer instead of a reset connection.
+
+The gathering reaches into the private buffer of cheroot's reader
+(``_read_buf``/``_read_pos`` of its ``io.BufferedReader``): what arrived
+is taken out while the headers are incomplete, so that cheroot's
+selector does not see buffered data and hand the connection straight
+back, and is put back for cheroot's parser once they are complete.
 """
 
 import collections
