@@ -18,8 +18,11 @@ import tempfile
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
+from oslo_utils import uuidutils
 
 from cyborg.accelerator.common import capture
+from cyborg.accelerator.common import mdev
+from cyborg.accelerator.common import pci
 from cyborg.accelerator.common import sysfs
 from cyborg.accelerator import drivers as accel_drivers
 from cyborg.accelerator.drivers import base as drivers_base
@@ -200,8 +203,15 @@ class AgentManager:
         not answer (ServiceUnavailable)."""
         # Loaded here: most agents never program a device.
         from cyborg.common.clients import glance
-        operation = 'Programming %s with image %s' % (
-            controlpath_id.get('cpid_info'), image_uuid)
+        cpid_info = (controlpath_id.get('cpid_info')
+                     if isinstance(controlpath_id, dict) else None)
+        operation = 'Programming %r with image %r' % (cpid_info, image_uuid)
+        if not isinstance(cpid_info, str):
+            raise exception.RefusedDeviceArgument(
+                operation=operation, reason='no control path id')
+        if not uuidutils.is_uuid_like(image_uuid):
+            raise exception.RefusedDeviceArgument(
+                operation=operation, reason='the image id is not a UUID')
         driver = self._driver(operation, drivers_base.Programmer,
                               driver_name)
         with tempfile.TemporaryDirectory(prefix='cyborg-bitstream-') as tmp:
@@ -213,33 +223,63 @@ class AgentManager:
         LOG.info('%s: done', operation)
         return True
 
-    @messaging.expected_exceptions(exception.DriverOperationFailed)
-    def create_mdev(self, context, pci_address, mdev_type, mdev_uuid):
-        operation = 'Creating mdev %s of type %s on %s' % (
-            mdev_uuid, mdev_type, pci_address)
-        driver = self._driver(operation, drivers_base.MdevManager)
-        operations.run(self.host, operation, driver.create_mdev, pci_address,
-                       mdev_type, mdev_uuid)
+    def _checked_mdev(self, operation, pci_address, mdev_type, mdev_uuid,
+                      type_must_exist=True):
+        """``(address, type, uuid)`` as canonical text once each is what
+        it must be: a PCI address, an mdev type (one that function offers
+        under ``mdev_supported_types`` when ``type_must_exist``) and a
+        UUID; RefusedDeviceArgument otherwise."""
+        try:
+            address = str(pci.PciAddress.parse(pci_address))
+            mdev_type = mdev.parse_type(mdev_type)
+            mdev_uuid = mdev.parse_uuid(mdev_uuid)
+        except (TypeError, ValueError, AttributeError) as e:
+            raise exception.RefusedDeviceArgument(
+                operation=operation, reason=str(e)) from None
+        if type_must_exist and not os.path.isdir(os.path.join(
+                sysfs.PciReader(self.conf.agent.sysfs_root).path(address),
+                'mdev_supported_types', mdev_type)):
+            raise exception.RefusedDeviceArgument(
+                operation=operation, reason='PCI function %s has no mdev '
+                'type %s' % (address, mdev_type))
+        return address, mdev_type, mdev_uuid
 
-    @messaging.expected_exceptions(exception.DriverOperationFailed)
-    def remove_mdev(self, context, pci_address, mdev_type, mdev_uuid):
-        operation = 'Removing mdev %s from %s' % (mdev_uuid, pci_address)
+    @messaging.expected_exceptions(exception.DriverOperationFailed,
+                                   exception.Invalid)
+    def create_mdev(self, context, pci_address, mdev_type, mdev_uuid):
+        operation = 'Creating mdev %r of type %r on %r' % (
+            mdev_uuid, mdev_type, pci_address)
+        checked = self._checked_mdev(operation, pci_address, mdev_type,
+                                     mdev_uuid)
         driver = self._driver(operation, drivers_base.MdevManager)
-        operations.run(self.host, operation, driver.remove_mdev, pci_address,
-                       mdev_type, mdev_uuid)
+        operations.run(self.host, operation, driver.create_mdev, *checked)
+
+    @messaging.expected_exceptions(exception.DriverOperationFailed,
+                                   exception.Invalid)
+    def remove_mdev(self, context, pci_address, mdev_type, mdev_uuid):
+        operation = 'Removing mdev %r from %r' % (mdev_uuid, pci_address)
+        checked = self._checked_mdev(operation, pci_address, mdev_type,
+                                     mdev_uuid, type_must_exist=False)
+        driver = self._driver(operation, drivers_base.MdevManager)
+        operations.run(self.host, operation, driver.remove_mdev, *checked)
 
     def ensure_mdevs(self, context, mdevs):
         """Create the mdevs of bound ARQs that are missing (after a host
-        reboot); those that exist are left alone. A failure is logged and
-        the others go on."""
+        reboot); those that exist are left alone. A failure (an entry
+        refused included) is logged and the others go on."""
         created = 0
-        for mdev in mdevs:
-            operation = 'Restoring mdev %s of type %s on %s' % (
-                mdev['mdev_uuid'], mdev['mdev_type'], mdev['pci_address'])
+        for entry in mdevs if isinstance(mdevs, list) else []:
+            if not isinstance(entry, dict):
+                entry = {}
+            operation = 'Restoring mdev %r of type %r on %r' % (
+                entry.get('mdev_uuid'), entry.get('mdev_type'),
+                entry.get('pci_address'))
             try:
+                checked = self._checked_mdev(
+                    operation, entry.get('pci_address'),
+                    entry.get('mdev_type'), entry.get('mdev_uuid'))
                 driver = self._driver(operation, drivers_base.MdevManager)
-                if driver.create_mdev(mdev['pci_address'], mdev['mdev_type'],
-                                      mdev['mdev_uuid']):
+                if driver.create_mdev(*checked):
                     created += 1
             except Exception as e:
                 LOG.warning('%s failed: %s', operation, e)

@@ -23,6 +23,7 @@ from cyborg.common import context
 from cyborg.common import exception
 from cyborg.common import rpc
 from cyborg.conductor import rpcapi
+from cyborg import conf as cyborg_conf
 
 ADMIN_ROLE = 'admin'
 JSON = 'application/json'
@@ -33,9 +34,12 @@ def make_context(environ):
     """The request context from the headers authentication set.
 
     ``is_admin`` is true exactly when the caller has the ``admin`` role,
-    as upstream does; policies decide everything else.
+    as upstream does; ``is_service`` when its service token has one of
+    ``[api] service_token_roles``; policies decide everything else.
     """
-    ctx = context.RequestContext.from_environ(environ)
+    ctx = context.RequestContext.from_environ(
+        environ,
+        accepted_service_roles=cyborg_conf.CONF.api.service_token_roles)
     ctx.is_admin = ADMIN_ROLE in ctx.roles
     return ctx
 

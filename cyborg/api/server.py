@@ -27,6 +27,7 @@ from oslo_log import log as logging
 from oslo_service import service
 
 from cyborg.api import app as api_app
+from cyborg.api import http_limits
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
 
@@ -49,13 +50,16 @@ def default_workers():
 class WSGIServer:
     """``app`` served on ``host:port`` by ``threads`` threads.
 
+    Requests are bounded before authentication (:mod:`.http_limits`).
     ``start()`` binds before it returns, so bind errors are raised to the
     caller and ``port`` is the real port (useful with port 0).
     """
 
     def __init__(self, app, host, port, threads, reuse_port=False,
-                 name='cyborg-api'):
+                 name='cyborg-api', limits=None):
         self.app = app
+        #: The bounds before authentication (``[api]`` options).
+        self.limits = limits or http_limits.limits_from(CONF)
         self.host = host
         self.port = port
         self.threads = threads
@@ -72,6 +76,7 @@ class WSGIServer:
                              reuse_port=self.reuse_port)
         server.error_log = _log_cheroot_error
         server.gateway = _Gateway
+        http_limits.configure(server, self.limits)
         server.prepare()
         self._server = server
         self.port = server.bind_addr[1]
@@ -160,7 +165,8 @@ class APIService(service.Service):
         self.server = WSGIServer(self.app, self.conf.api.host_ip,
                                  self.conf.api.port,
                                  self.conf.api.threads_per_worker,
-                                 reuse_port=self.workers > 1)
+                                 reuse_port=self.workers > 1,
+                                 limits=http_limits.limits_from(self.conf))
         self.server.start()
 
     def stop(self, graceful=True):

@@ -3,20 +3,32 @@
 from oslo_context import context
 
 
+#: Roles of a service token that make a request a service's, unless the
+#: API says otherwise (``[api] service_token_roles``).
+SERVICE_ROLES = ('service',)
+
+
 class RequestContext(context.RequestContext):
     """A context that also carries an oslo.db transaction, once
     :mod:`cyborg.db.api` is loaded: it makes the class a transaction
     context provider, so that a daemon that never opens the database
     (the agent) does not load oslo.db and SQLAlchemy."""
 
-    def __init__(self, service_roles=None, **kwargs):
+    def __init__(self, service_roles=None, accepted_service_roles=None,
+                 **kwargs):
         super().__init__(**kwargs)
         self.service_roles = list(service_roles or [])
+        #: The service token roles that make ``is_service`` true.
+        self.accepted_service_roles = tuple(accepted_service_roles or
+                                            SERVICE_ROLES)
 
     @property
     def is_service(self):
-        """True when a service token with a service role came along."""
-        return bool(self.service_roles)
+        """True when a service token came along with one of the accepted
+        service roles (``service``): another role of the token (``admin``,
+        ``member``) does not make a request a service's."""
+        return any(role in self.accepted_service_roles
+                   for role in self.service_roles)
 
     def to_policy_values(self):
         values = super().to_policy_values()
@@ -26,11 +38,14 @@ class RequestContext(context.RequestContext):
     def to_dict(self):
         values = super().to_dict()
         values['service_roles'] = self.service_roles
+        values['accepted_service_roles'] = list(self.accepted_service_roles)
         return values
 
     @classmethod
     def from_dict(cls, values, **kwargs):
         kwargs.setdefault('service_roles', values.get('service_roles'))
+        kwargs.setdefault('accepted_service_roles',
+                          values.get('accepted_service_roles'))
         return super().from_dict(values, **kwargs)
 
 

@@ -66,6 +66,13 @@ class InvalidUUID(Invalid):
     msg_fmt = _('Expected a UUID but received %(uuid)s.')
 
 
+class RefusedDeviceArgument(Invalid):
+    """An agent or its privileged daemon refuses what it was asked to do
+    to a device: an argument is not what it must be."""
+
+    msg_fmt = _('%(operation)s refused: %(reason)s')
+
+
 class MarkerNotFound(Invalid):
     msg_fmt = _('No item with marker %(marker)s was found.')
 
@@ -200,6 +207,12 @@ class InstanceHasARQs(Invalid):
     msg_fmt = _('Instance %(instance)s already has accelerator requests.')
 
 
+class BindHostMismatch(Invalid):
+    msg_fmt = _('Accelerator request %(arq)s cannot be bound on host '
+                '%(hostname)s: resource provider %(rp_uuid)s is a device '
+                'of host %(host)s.')
+
+
 class ARQBadState(Conflict):
     msg_fmt = _('Accelerator request %(arq)s is %(state)s; it must be one '
                 'of %(expected)s for this.')
@@ -261,8 +274,13 @@ class ImageNotFound(Invalid):
 
 
 class ImageNotUnique(Invalid):
-    msg_fmt = _('Expected exactly one image in Glance with '
-                'accel:function_id %(function_id)s, found %(count)d.')
+    msg_fmt = _('Expected exactly one active image of a trusted owner in '
+                'Glance with accel:function_id %(function_id)s, found '
+                '%(count)d (%(images)s).')
+
+
+class ImageNotTrusted(Invalid):
+    msg_fmt = _('Image %(image)s cannot be programmed: %(reason)s.')
 
 
 class GlanceUnavailable(ServiceUnavailable):

@@ -30,6 +30,7 @@ from cyborg.common import states
 from cyborg.conductor import agents as agent_gateway
 from cyborg.conductor import inventory
 from cyborg.conductor import nova_events
+from cyborg.conductor import report_checks
 from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import hosts as db_hosts
 
@@ -123,19 +124,27 @@ class Binding:
             self.inventory.program_for_bind(
                 context, deployable.uuid, arq.group, arq.hostname)
         if handle.attach_type == MDEV:
-            info = arq.attach_handle_info
-            self.agents.create_mdev(context, arq.hostname, _pci(info),
-                                    info.get('asked_type'), handle.uuid)
+            address, mdev_type = report_checks.mdev_target(
+                arq.attach_handle_info)
+            self.agents.create_mdev(context, arq.hostname, address,
+                                    mdev_type, handle.uuid)
 
     def restore_mdevs(self, context, hostname):
         """Ask the agent of ``hostname`` to create again the mdevs of its
         bound ARQs that are missing: the kernel forgets mdevs at a reboot,
         and the instances that use them are started again. Called when the
         agent says hello; the agent skips the mdevs that exist."""
-        mdevs = [{'pci_address': _pci(arq.attach_handle_info),
-                  'mdev_type': arq.attach_handle_info.get('asked_type'),
-                  'mdev_uuid': arq.attach_handle_uuid}
-                 for arq in db_arqs.bound_mdevs(context, hostname)]
+        mdevs = []
+        for arq in db_arqs.bound_mdevs(context, hostname):
+            try:
+                address, mdev_type = report_checks.mdev_target(
+                    arq.attach_handle_info)
+            except exception.Invalid as e:
+                LOG.warning('The mdev of ARQ %s is not restored: %s',
+                            arq.uuid, e)
+                continue
+            mdevs.append({'pci_address': address, 'mdev_type': mdev_type,
+                          'mdev_uuid': arq.attach_handle_uuid})
         if mdevs:
             self.agents.ensure_mdevs(context, hostname, mdevs)
         return len(mdevs)
@@ -143,11 +152,11 @@ class Binding:
     def _remove_mdev(self, context, arq):
         if arq.attach_handle_type != MDEV or not arq.hostname:
             return
-        info = arq.attach_handle_info
         try:
-            self.agents.remove_mdev(context, arq.hostname, _pci(info),
-                                    info.get('asked_type'),
-                                    arq.attach_handle_uuid)
+            address, mdev_type = report_checks.mdev_target(
+                arq.attach_handle_info)
+            self.agents.remove_mdev(context, arq.hostname, address,
+                                    mdev_type, arq.attach_handle_uuid)
         except Exception as e:
             LOG.warning('The mdev %s of ARQ %s could not be removed on %s: '
                         '%s', arq.attach_handle_uuid, arq.uuid,
@@ -215,8 +224,3 @@ def _ready(arq, handle):
     """Whether a bind is done once its attach handle is claimed: nothing
     to program or create on the host first."""
     return not _programs(arq) and handle.attach_type != MDEV
-
-
-def _pci(info):
-    return '%s:%s:%s.%s' % (info.get('domain'), info.get('bus'),
-                            info.get('device'), info.get('function'))

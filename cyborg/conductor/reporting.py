@@ -59,6 +59,7 @@ from cyborg.common import notifications
 from cyborg.conductor import placement_service
 from cyborg.conductor import placement_sync
 from cyborg.conductor import reconciler
+from cyborg.conductor import report_checks
 from cyborg.db import api as db_api
 from cyborg.db import devices as db_devices
 from cyborg.db import hardware as db_hardware
@@ -263,7 +264,10 @@ class Reporting:
         """Apply a report; returns ``report_hash`` once the database and
         Placement both show it (or all of it but what is kept in use),
         None when Placement still has to catch up or a newer report of
-        the host replaced it (the agent then sends its report again)."""
+        the host replaced it (the agent then sends its report again).
+        What fails the report's schema is dropped first (``report_checks``).
+        """
+        devices = report_checks.checked(hostname, devices)
         outcome = self.batches.submit(
             Report(context, hostname, devices, report_hash, report_seq,
                    hardware))

@@ -32,6 +32,41 @@ opts = [
              'request id. Turn it off where a front end (a proxy, '
              'mod_wsgi) logs requests already.'),
     cfg.IntOpt(
+        'max_request_header_size', default=65536, min=1024,
+        help='Largest request line plus headers, in bytes, that the '
+             'standalone API server reads; a request with more is '
+             'answered 431 before any authentication. Keystone tokens '
+             '(Fernet) take a few hundred bytes.'),
+    cfg.IntOpt(
+        'max_request_header_count', default=100, min=10,
+        help='Most header lines in one request; more is answered 400.'),
+    cfg.FloatOpt(
+        'header_timeout', default=10.0, min=0.1,
+        help='Seconds a client has, from the first byte of a request, to '
+             'send its request line and headers; a slower one is answered '
+             '408 and disconnected. Incomplete headers are gathered '
+             'without holding a request thread. Also bounds the time '
+             'spent discarding a body the API did not read.'),
+    cfg.IntOpt(
+        'max_connections', default=400, min=1,
+        help='Most client connections one API worker process holds open '
+             'at once (idle keep-alive connections included); one more '
+             'is answered 503 and closed.'),
+    cfg.IntOpt(
+        'max_discarded_body_size', default=16 * 1024 * 1024, min=0,
+        help='Largest request body, in bytes, that the standalone API '
+             'server reads and discards when the API answered without '
+             'reading it (413 for a body over [oslo_middleware] '
+             'max_request_body_size, for one), so that a client that '
+             'sends its whole body before reading the answer can read '
+             'it. A larger unread body closes the connection at once.'),
+    cfg.ListOpt(
+        'service_token_roles', default=['service'],
+        help='Roles of a service token (X-Service-Token, as Nova sends '
+             'it) that make a request a service\'s, which binding and '
+             'unbinding accelerator requests needs. Other roles of the '
+             'token, admin included, do not.'),
+    cfg.IntOpt(
         'max_limit', default=1000, min=1,
         help='Largest number of items a list request returns in one page.'),
 ]

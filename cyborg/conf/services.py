@@ -13,6 +13,18 @@ SERVICES = {
 glance_opts = [
     cfg.IntOpt('num_retries', default=0, min=0,
                help='Retries of a failed bitstream download from Glance.'),
+    cfg.ListOpt('trusted_image_owners', default=[],
+                help='Projects (ids) whose Glance images may be programmed '
+                     'into FPGAs. Images of other owners are never used, '
+                     'whoever can see them: a bind that names one by id '
+                     'or by its accel:function_id fails. Empty: the '
+                     'project of the [glance] credentials (the '
+                     'operator\'s). Set the same list on conductors and '
+                     'agents.'),
+    cfg.IntOpt('max_image_size', default=1024 * 1024 * 1024, min=1,
+               help='Largest FPGA image, in bytes, that is downloaded; a '
+                    'larger one (by its size in Glance or by the bytes '
+                    'that come) is refused.'),
 ]
 
 service_user_opts = [

@@ -37,6 +37,7 @@ _ARQ = ARQ.__table__
 _DP = models.DeviceProfile.__table__
 _AH = models.AttachHandle.__table__
 _DEPLOYABLE = models.Deployable.__table__
+_DEVICE = models.Device.__table__
 
 # An ARQ as the API shows it and the conductor works on it.
 ARQView = collections.namedtuple(
@@ -107,8 +108,12 @@ def _select_views(context, page=None, **filters):
     names = sorted(filters)
     params = {'b_' + name: value for name, value in filters.items()}
     if page is not None and any(page):
+        # A marker of another project's ARQ is as unknown as any.
+        scope = ({'project_id': filters['project_id']}
+                 if 'project_id' in filters else None)
         statement = pagination.apply(_views('unordered', *names), ARQ, page,
-                                     session=context.session)
+                                     session=context.session,
+                                     marker_scope=scope)
     else:
         statement = _views(*names)
     return [_view(row) for row in _run(context, statement, **params)]
@@ -264,6 +269,26 @@ def _refuse_bound_instances(context, binds, others_only=False):
             raise exception.InstanceHasARQs(instance=instance)
 
 
+_HOST_OF_PROVIDER = sa.select(_DEVICE.c.hostname).select_from(
+    _DEPLOYABLE.join(_DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id)
+).where(_is(_DEPLOYABLE.c.rp_uuid))
+
+
+def _refuse_foreign_hosts(context, binds):
+    """BindHostMismatch (400) for a bind whose ``hostname`` is not the
+    host of the deployable behind its ``device_rp_uuid``: the request
+    would claim one host's device for an instance on another. A provider
+    cyborg does not know is left to the claim, which refuses it
+    (UnknownDeviceProvider, 400)."""
+    for uuid, values in sorted(binds.items()):
+        host = _run(context, _HOST_OF_PROVIDER,
+                    b_rp_uuid=values['device_rp_uuid']).scalar()
+        if host is not None and host != values['hostname']:
+            raise exception.BindHostMismatch(
+                arq=uuid, hostname=values['hostname'],
+                rp_uuid=values['device_rp_uuid'], host=host)
+
+
 # An ARQ left BindStarted with its attach handle, for the conductor to
 # prepare its device: the ARQ (its handle filled in), the deployable
 # (id uuid name) and the handle (id uuid attach_type attach_info).
@@ -296,17 +321,20 @@ def bind(context, binds, project_id, conductor, ready,
          new_instances_only=True):
     """The binds of one request, in ONE transaction.
 
-    With ``new_instances_only``, an instance of ``binds`` that has ARQs
-    already is a 400 (InstanceHasARQs). Every ARQ of ``binds`` (as for
-    ``start_binds``) moves to BindStarted, or none does (404, 409). Each
-    then claims a free attach handle of the deployable behind its
-    ``device_rp_uuid`` (none free: it moves to BindFailed; no such
-    deployable: the request is refused, 400) and moves on
-    to Bound when ``ready(arq, handle)`` says that nothing is to be done
-    on its host first. Returns ``(claims, failed)``: the Claims of the
-    ARQs left BindStarted with their handle, for the caller to prepare
-    and then ``finish_binds``, and the uuids of those that failed.
+    A bind whose hostname is not the host of its provider's device is a
+    400 (BindHostMismatch). With ``new_instances_only``, an instance of
+    ``binds`` that has ARQs already is a 400 (InstanceHasARQs). Every
+    ARQ of ``binds`` (as for ``start_binds``) moves to BindStarted, or
+    none does (404, 409). Each then claims a free attach handle of the
+    deployable behind its ``device_rp_uuid`` (none free: it moves to
+    BindFailed; no such deployable: the request is refused, 400) and
+    moves on to Bound when ``ready(arq, handle)`` says that nothing is to
+    be done on its host first. Returns ``(claims, failed)``: the Claims
+    of the ARQs left BindStarted with their handle, for the caller to
+    prepare and then ``finish_binds``, and the uuids of those that
+    failed.
     """
+    _refuse_foreign_hosts(context, binds)
     locked = _lock_instances(context, binds)
     if new_instances_only:
         _refuse_bound_instances(context, binds)

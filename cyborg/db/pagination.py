@@ -23,8 +23,11 @@ ASC = 'asc'
 DESC = 'desc'
 
 
-def _marker_row(session, model, marker):
-    row = session.query(model).filter(model.uuid == marker).first()
+def _marker_row(session, model, marker, scope=None):
+    """The row of ``marker``; one outside ``scope`` (``{column: value}``,
+    what the caller may see) is as unknown as a uuid that names none."""
+    row = (session.query(model).filter(model.uuid == marker)
+           .filter_by(**(scope or {})).first())
     if row is None:
         raise exception.MarkerNotFound(marker=marker)
     return row
@@ -53,18 +56,20 @@ def _order(column, ascending):
 
 
 def apply(query, model, page=None, default_key='id', default_dir=ASC,
-          session=None):
+          session=None, marker_scope=None):
     """``query`` sorted by ``page.sort_key`` (else ``default_key``), then
     ``id``, starting after ``page.marker`` and cut at ``page.limit``.
     ``query`` is an ORM Query or a Core select of ``model``'s table (then
-    ``session`` reads the marker)."""
+    ``session`` reads the marker); the marker must match
+    ``marker_scope`` (``{column: value}``) or it is not found."""
     page = page or Page()
     columns = model.__table__.c
     key = page.sort_key or default_key
     column, id_column = columns[key], columns.id
     ascending = (page.sort_dir or default_dir) == ASC
     if page.marker:
-        marker = _marker_row(session or query.session, model, page.marker)
+        marker = _marker_row(session or query.session, model, page.marker,
+                             marker_scope)
         if key == 'id':
             query = query.filter(id_column > marker.id if ascending
                                  else id_column < marker.id)

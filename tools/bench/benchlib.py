@@ -286,10 +286,14 @@ class Stack:
                 future.result()
 
     def provider_uuids(self):
+        """``[rp_uuid, hostname]`` of every deployable."""
         from cyborg.db import models
         with db_api.reader.using(self.context) as session:
-            return [row.rp_uuid for row in session.query(
-                models.Deployable.rp_uuid).order_by(models.Deployable.id)]
+            return [[row.rp_uuid, row.hostname] for row in session.query(
+                models.Deployable.rp_uuid, models.Device.hostname).join(
+                    models.Device,
+                    models.Device.id == models.Deployable.device_id)
+                .order_by(models.Deployable.id)]
 
     def stop(self):
         for service in reversed(self.services):

@@ -1,8 +1,14 @@
 """The privileged operations of the drivers, each as narrow as it can be.
 
-They run in the privsep daemon (:mod:`cyborg.privsep`), so each one checks
-its own arguments: a caller may only write the files it is meant to, under
-the sysfs root it names.
+They run in the privsep daemon (:mod:`cyborg.privsep`) and trust no
+argument: the sysfs root is the daemon's own (``[agent] sysfs_root`` read
+from the configuration files the daemon was started with), never the
+caller's; an operation names a PCI function by its address and the daemon
+builds the path itself below ``<root>/bus/pci/devices/<address>/``, checks
+that the resolved path stays in that function's directory, and writes only
+a file that exists (opened without ``O_CREAT``, without following a final
+symlink). Commands run with argv lists the daemon builds from an
+allowlist.
 """
 
 import os
@@ -10,48 +16,84 @@ import shutil
 import signal
 import subprocess
 
+from cyborg.accelerator.common import mdev
 from cyborg.accelerator.common import pci
+from cyborg import conf as cyborg_conf
 from cyborg import privsep
 
-# The sysfs files the drivers may write, by their last path component.
-WRITABLE = ('create', 'remove')
+
+def sysfs_root():
+    """The daemon's sysfs root (``[agent] sysfs_root``)."""
+    return cyborg_conf.CONF.agent.sysfs_root
 
 
-def _checked_path(sysfs_root, path):
-    root = os.path.realpath(sysfs_root)
-    real = os.path.realpath(path)
-    if not real.startswith(root + os.sep):
-        raise ValueError('%s is not under %s' % (path, sysfs_root))
-    if os.path.basename(real) not in WRITABLE:
-        raise ValueError('%s is not a file cyborg writes' % path)
-    return real
+def parse_address(address):
+    """The PciAddress of ``address`` (text); ValueError otherwise."""
+    if not isinstance(address, str):
+        raise ValueError('%r is not a PCI address' % (address,))
+    return pci.PciAddress.parse(address)
+
+
+def function_dir(address, root=None):
+    """``<root>/bus/pci/devices/<address>``, for a valid ``address``."""
+    return os.path.join(root or sysfs_root(), 'bus', 'pci', 'devices',
+                        str(parse_address(address)))
+
+
+def _checked(address, *parts):
+    """The real path of ``parts`` in the directory of PCI function
+    ``address`` under the daemon's root; ValueError if it resolves
+    anywhere else or does not exist."""
+    root = os.path.realpath(sysfs_root())
+    base = os.path.realpath(function_dir(address, root))
+    if os.path.commonpath([root, base]) != root:
+        raise ValueError('PCI function %s is not under %s' % (address, root))
+    for part in parts:
+        if part in ('', '.', '..') or os.sep in part:
+            raise ValueError('%r is not a sysfs file name' % (part,))
+    path = os.path.realpath(os.path.join(base, *parts))
+    if os.path.commonpath([base, path]) != base or path == base:
+        raise ValueError('%s is not in the directory of PCI function %s'
+                         % (os.path.join(*parts), address))
+    return path
+
+
+def _write(path, value):
+    """Write ``value`` to the existing file ``path``: no file is created
+    and a symlink is not followed."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        os.write(fd, value.encode('ascii'))
+    finally:
+        os.close(fd)
 
 
 @privsep.sys_admin_pctxt.entrypoint
-def write_sysfs(sysfs_root, path, value):
-    """Write ``value`` to the sysfs file ``path`` (``create`` or
-    ``remove`` under ``sysfs_root``)."""
-    with open(_checked_path(sysfs_root, path), 'w') as f:
-        f.write(value)
+def create_mdev(address, mdev_type, mdev_uuid):
+    """Create mdev ``mdev_uuid`` of type ``mdev_type`` on PCI function
+    ``address`` (its ``mdev_supported_types/<type>/create``)."""
+    mdev_uuid = mdev.parse_uuid(mdev_uuid)
+    _write(_checked(address, 'mdev_supported_types',
+                    mdev.parse_type(mdev_type), 'create'), mdev_uuid)
 
 
 @privsep.sys_admin_pctxt.entrypoint
-def set_vgpu_type(sysfs_root, vf_path, type_number):
-    """Give the VF at ``vf_path`` (under ``sysfs_root``) the vGPU type
-    ``type_number`` (NVIDIA vendor-specific VFIO: its
-    ``nvidia/current_vgpu_type``); 0 removes its vGPU."""
-    if not isinstance(type_number, int) or type_number < 0:
+def remove_mdev(address, mdev_uuid):
+    """Remove mdev ``mdev_uuid`` of PCI function ``address`` (its
+    ``<uuid>/remove``)."""
+    _write(_checked(address, mdev.parse_uuid(mdev_uuid), 'remove'), '1')
+
+
+@privsep.sys_admin_pctxt.entrypoint
+def set_vgpu_type(address, type_number):
+    """Give the VF at PCI ``address`` the vGPU type ``type_number``
+    (NVIDIA vendor-specific VFIO: its ``nvidia/current_vgpu_type``); 0
+    removes its vGPU."""
+    if (not isinstance(type_number, int) or isinstance(type_number, bool)
+            or type_number < 0):
         raise ValueError('%r is not a vGPU type number' % (type_number,))
-    root = os.path.realpath(sysfs_root)
-    path = os.path.realpath(os.path.join(vf_path, 'nvidia',
-                                         'current_vgpu_type'))
-    if not path.startswith(root + os.sep):
-        raise ValueError('%s is not under %s' % (vf_path, sysfs_root))
-    if not path.endswith(os.sep + os.path.join('nvidia',
-                                                'current_vgpu_type')):
-        raise ValueError('%s is not a file cyborg writes' % path)
-    with open(path, 'w') as f:
-        f.write('%d\n' % type_number)
+    _write(_checked(address, 'nvidia', 'current_vgpu_type'),
+           '%d\n' % type_number)
 
 
 # Programs that load a bitstream into an FPGA: the directory where their

@@ -97,7 +97,8 @@ class AllInOne(fixtures.Fixture):
         config = daemons.write_config(os.path.join(tmp, 'aio.conf'), {
             'DEFAULT': {'host': self.hostname},
             'glance': {'auth_type': 'admin_token', 'token': 'admin',
-                       'endpoint': glance_url}})
+                       'endpoint': glance_url,
+                       'trusted_image_owners': glance.FakeGlance.OWNER}})
         self.daemon = daemons.Daemon(
             self.test, 'aio', ['--port', str(port), '--state-dir',
                                os.path.join(tmp, 'state'), '--config-file',

@@ -13,6 +13,10 @@ from cyborg.api import server as api_server
 
 class FakeGlance:
 
+    #: The operator's project, owner of the images unless a test says
+    #: otherwise, and the trusted owner ``start()`` configures.
+    OWNER = 'f0a1b2c3d4e5f60718293a4b5c6d7e8f'
+
     def __init__(self):
         self.images = {}
         self.data = {}
@@ -21,13 +25,14 @@ class FakeGlance:
     def add(self, data=None, **properties):
         """A new active image; with ``data``, its bytes and their hash as
         Glance records them."""
-        image = dict(properties, id=str(uuid.uuid4()), status='active')
+        image = dict(dict(owner=self.OWNER, status='active'), **properties)
+        image['id'] = str(uuid.uuid4())
         if data is not None:
             self.data[image['id']] = data
             image.setdefault('os_hash_algo', 'sha512')
             image.setdefault('os_hash_value',
                              hashlib.sha512(data).hexdigest())
-            image['size'] = len(data)
+            image.setdefault('size', len(data))
         self.images[image['id']] = image
         return image
 
@@ -75,5 +80,5 @@ class FakeGlance:
             group='glance')
         test.flags(auth_type='admin_token', token='admin',
                    endpoint='http://127.0.0.1:%d' % server.port,
-                   group='glance')
+                   trusted_image_owners=[self.OWNER], group='glance')
         return self

@@ -195,7 +195,9 @@ class NovaBootTest(testtools.TestCase):
             headers={'X-Auth-Token': 'admin'},
             json=[{'name': 'nova-dp', 'groups': [GROUP]}])
         self.assertEqual(201, response.status_code, response.text)
+        # Nova binds on the compute node of the provider: the host.
         _instance, bound = nova.boot_and_delete(
-            self, aio.base, 'nova-dp', 'aio', aio.deployables[0]['rp_uuid'])
+            self, aio.base, 'nova-dp', aio.hostname,
+            aio.deployables[0]['rp_uuid'])
         self.assertEqual('TEST_PCI', bound[0]['attach_handle_type'])
         self.assertIn('bus', bound[0]['attach_handle_info'])

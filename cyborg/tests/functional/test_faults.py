@@ -34,7 +34,8 @@ class ConductorKilledMidBindTest(test_daemons.NovaStack, base.TestCase):
     def config(self, name, host, **sections):
         sections.setdefault('glance', {
             'auth_type': 'admin_token', 'token': 'admin',
-            'endpoint': self.conf.glance.endpoint})
+            'endpoint': self.conf.glance.endpoint,
+            'trusted_image_owners': glance.FakeGlance.OWNER})
         sections.setdefault('fake_driver', {'hold_dir': self.hold_dir})
         return super().config(name, host, **sections)
 

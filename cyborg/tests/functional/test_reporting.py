@@ -190,6 +190,17 @@ class _ReportingTests:
         self.assertEqual(digest, db_hosts.get_by_hostname(
             self.ctx, self.hostname)[0].report_hash)
 
+    def test_attach_info_failing_its_schema_is_not_stored(self):
+        device = get_test_device(self.hostname, num=2)
+        [deployable] = device.deployable_list
+        deployable.attach_handle_list.append(dd.DriverAttachHandle(
+            attach_type='MDEV', in_use=False, attach_info=json.dumps(
+                {'domain': '0000', 'bus': '0c', 'device': '00',
+                 'function': '0', 'asked_type': '../../mdev/devices'})))
+        self.report([device])
+        self.assertEqual(['TEST_PCI', 'TEST_PCI'], [
+            h.attach_type for h in self.rows(models.AttachHandle)])
+
     def test_same_report_again_writes_and_calls_nothing(self):
         devices = [get_test_device(self.hostname),
                    get_test_device(self.hostname, function=1)]

@@ -24,6 +24,7 @@ from cyborg.api.controllers.v2 import drivers
 from cyborg.api.controllers.v2 import hosts
 from cyborg.api.controllers.v2 import services
 from cyborg.api import microversion
+from cyborg.common import context
 from cyborg.common import states
 from cyborg.conductor import drivers as conductor_drivers
 from cyborg.db import accelerators as db_accelerators
@@ -87,6 +88,8 @@ def _load(path):
 def _request():
     request = webob.Request.blank('/v2', base_url='http://127.0.0.1:6666')
     request.version = microversion.MAX_VERSION
+    # The samples show what an administrator reads.
+    request.context = context.get_admin_context()
     return request
 
 

@@ -234,8 +234,7 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
         """Give the free ``vf`` vGPU type ``number``; the type it carries
         afterwards (0 if the kernel refused)."""
         try:
-            privileged.set_vgpu_type(self.reader.root,
-                                     self.reader.path(vf.address), number)
+            privileged.set_vgpu_type(str(vf.address), number)
             state = self.reader.vendor_vgpu(vf.address)
         except (OSError, sysfs.UnreadableFunction) as e:
             LOG.warning('Could not give VF %s vGPU type %d: %s', vf.address,
@@ -250,23 +249,22 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
     # unbound, by writing to sysfs through privsep.
 
     def create_mdev(self, pci_address, mdev_type, mdev_uuid):
-        """Create the mdev; True if created, False if it existed."""
+        """Create the mdev; True if created, False if it existed. The
+        arguments were checked by the agent (and are again by privsep)."""
         if os.path.exists(self.reader.path(pci_address, mdev_uuid)):
             return False
-        create = self.reader.path(pci_address, 'mdev_supported_types',
-                                  mdev_type, 'create')
-        if not os.path.exists(create):
+        if mdev_type not in self.reader.mdev_types(pci_address):
             raise base.OperationFailed('%s has no vGPU type %s' % (
                 pci_address, mdev_type))
-        privileged.write_sysfs(self.reader.root, create, mdev_uuid)
+        privileged.create_mdev(pci_address, mdev_type, mdev_uuid)
         LOG.info('Created mdev %s of type %s on %s', mdev_uuid, mdev_type,
                  pci_address)
         return True
 
     def remove_mdev(self, pci_address, mdev_type, mdev_uuid):
-        remove = self.reader.path(pci_address, mdev_uuid, 'remove')
-        if not os.path.exists(remove):
+        if not os.path.exists(self.reader.path(pci_address, mdev_uuid,
+                                               'remove')):
             return
-        privileged.write_sysfs(self.reader.root, remove, '1')
+        privileged.remove_mdev(pci_address, mdev_uuid)
         LOG.info('Removed mdev %s of type %s from %s', mdev_uuid, mdev_type,
                  pci_address)

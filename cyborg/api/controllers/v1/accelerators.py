@@ -86,7 +86,10 @@ def hardware_view(request, hardware):
 
 
 def accelerator_view(request, view):
+    """An accelerator; what it is attached to (an instance of some
+    project, or a host) only for administrators."""
     row = view.row
+    attached = request.context.is_admin
     return {
         'uuid': row.uuid,
         'name': row.name,
@@ -94,8 +97,8 @@ def accelerator_view(request, view):
         'host': view.hostname,
         'device_uuid': view.device_uuid,
         'deployable_uuid': view.deployable_uuid,
-        'instance_uuid': row.instance_uuid,
-        'attached_host': row.attached_host,
+        'instance_uuid': row.instance_uuid if attached else None,
+        'attached_host': row.attached_host if attached else None,
         'spec_version': row.spec_version,
         'acc_specs': {
             'remote': row.remotable,

@@ -202,6 +202,21 @@ class _ARQTests(ARQSetup):
         self.assertEqual(states.INITIAL, self.get(
             PATH + '/' + second[0]['uuid']).json['state'])
 
+    def test_binding_on_another_host_than_the_providers_is_400(self):
+        arqs = self.create()
+        patch = self.bind_patch(arqs, uuidutils.generate_uuid())
+        patch[arqs[0]['uuid']][0]['value'] = 'other-host'
+        response = self.patch(PATH, patch, headers=NOVA_USER, service=True)
+        message = self.assert_error(response, 400)
+        self.assertIn('cannot be bound on host other-host', message)
+        self.assertIn('device of host %s' % self.hostname, message)
+        arq = self.get(PATH + '/' + arqs[0]['uuid']).json
+        self.assertEqual((states.INITIAL, None),
+                         (arq['state'], arq['hostname']))
+        # The provider's own host binds.
+        _instance, response = self.bind(arqs)
+        self.assertEqual(202, response.status_int, response.body)
+
     def bind_values(self, arqs, instance):
         return {arq['uuid']: {'hostname': self.hostname,
                               'device_rp_uuid': self.rp_uuid,
@@ -352,6 +367,20 @@ class _ARQTests(ARQSetup):
                                         headers=NOVA_USER), 404)
         self.assert_error(self.post(PATH, {'device_profile_name': PROFILE},
                                     headers=base.READER), 403)
+
+    def test_a_marker_of_another_projects_arq_is_unknown(self):
+        [arq] = self.create()
+        random = str(uuidlib.uuid4())
+        unknown = self.assert_error(self.get(
+            PATH, headers=base.OTHER, version='2.4', marker=random), 400)
+        foreign = self.assert_error(self.get(
+            PATH, headers=base.OTHER, version='2.4', marker=arq['uuid']),
+            400)
+        self.assertEqual(unknown.replace(random, arq['uuid']), foreign)
+        # Its own project pages from it.
+        self.assertEqual(200, self.get(PATH, headers=NOVA_USER,
+                                       version='2.4',
+                                       marker=arq['uuid']).status_int)
 
     def test_other_projects_arqs_are_404(self):
         [arq] = self.create()

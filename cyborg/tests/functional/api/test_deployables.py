@@ -460,6 +460,42 @@ class ProgramForBindTest(Inventory, ProgramStandIns,
         self.assertEqual([], self.agent.calls)
 
 
+    def test_only_active_images_of_trusted_owners(self):
+        tenant = 'a' * 32
+        # A tenant's images: one claiming the function, one by id.
+        self.glance.add(owner=tenant, **{'accel:function_id': FUNCTION_ID})
+        theirs = self.glance.add(owner=tenant,
+                                 **{'accel:function_id': 'other'})
+        self.assertEqual(self.image['id'],
+                         self.bind(**{'accel:function_id': FUNCTION_ID}))
+        error = self.assertRaises(exception.ImageNotTrusted, self.bind, **{
+            'accel:bitstream_id': theirs['id']})
+        self.assertIn('owner %s is not a trusted image owner' % tenant,
+                      str(error))
+        # The operator's image is missing: the tenant's is not
+        # taken instead.
+        self.assertRaises(exception.ImageNotUnique, self.bind,
+                          **{'accel:function_id': 'other'})
+        queued = self.glance.add(status='queued',
+                                 **{'accel:function_id': 'other'})
+        self.assertRaises(exception.ImageNotUnique, self.bind,
+                          **{'accel:function_id': 'other'})
+        self.assertRaises(exception.ImageNotTrusted, self.bind,
+                          **{'accel:bitstream_id': queued['id']})
+        self.assertEqual(1, len(self.agent.calls))
+
+    def test_two_trusted_images_for_one_function_are_named(self):
+        second = self.glance.add(name='second',
+                                 **{'accel:function_id': FUNCTION_ID})
+        error = self.assertRaises(exception.ImageNotUnique, self.bind,
+                                  **{'accel:function_id': FUNCTION_ID})
+        self.assertIn('found 2', str(error))
+        for image in (self.image, second):
+            self.assertIn(image['id'], str(error))
+        self.assertIn('second', str(error))
+        self.assertEqual([], self.agent.calls)
+
+
 class ProgramThroughAgentTest(Inventory, ProgramStandIns,
                               base.APIResourceTestCase):
     """``PATCH .../program`` down to a real agent with the fake driver,
@@ -496,6 +532,17 @@ class ProgramThroughAgentTest(Inventory, ProgramStandIns,
         self.assert_error(response, 502, 'does not match')
         self.assertEqual({}, self.agent.drivers['fake_driver'].programmed)
         self.assertIsNone(self.deployable(self.fpga.name).bitstream_id)
+
+    def test_images_over_the_size_cap_are_not_downloaded(self):
+        self.flags(max_image_size=100, group='glance')
+        image = self.glance.add(data=b'x' * 101)
+        self.assert_error(self.patch(self.path, program_body(image['id'])),
+                          400, 'max_image_size')
+        # Glance says less than comes.
+        image = self.glance.add(data=b'x' * 101, size=10)
+        self.assert_error(self.patch(self.path, program_body(image['id'])),
+                          400, 'larger than [glance] max_image_size')
+        self.assertEqual({}, self.agent.drivers['fake_driver'].programmed)
 
     def test_image_without_data_is_refused(self):
         image = self.glance.add()

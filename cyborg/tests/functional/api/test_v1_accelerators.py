@@ -381,6 +381,30 @@ class AcceleratorsTest(test_deployables.Inventory,
         self.assertEqual((0, 16), self.reserved(accelerator))
         self.assert_error(self.delete(path), 409, 'is not attached')
 
+    def test_only_admins_see_what_an_accelerator_is_attached_to(self):
+        attached = self.created('to-vm')
+        self.request('PUT', '%s/%s' % (PATH, attached['uuid']),
+                     {'instance_uuid': INSTANCE})
+        on_host = self.created('to-host')
+        self.request('PUT', '%s/%s' % (PATH, on_host['uuid']),
+                     {'host': on_host['host']})
+
+        def seen(headers):
+            views = self.get(PATH, headers=headers).json['accelerators']
+            views += [self.get('%s/%s' % (PATH, a['uuid']),
+                               headers=headers).json
+                      for a in (attached, on_host)]
+            return {(v['name'], v['instance_uuid'], v['attached_host'])
+                    for v in views if v['uuid'] != v['deployable_uuid']}
+
+        self.assertEqual({('to-vm', INSTANCE, None),
+                          ('to-host', None, on_host['host'])},
+                         seen(base.ADMIN))
+        # A project manager reads the accelerators, not other projects'
+        # instances and hosts.
+        self.assertEqual({('to-vm', None, None), ('to-host', None, None)},
+                         seen(base.MANAGER))
+
     def test_attach_to_a_host(self):
         accelerator = self.created('local')
         path = '%s/%s' % (PATH, accelerator['uuid'])

@@ -3,6 +3,7 @@
 when the host comes back from a reboot, which the kernel forgets mdevs
 across, the agent's hello gets the mdevs of bound ARQs created again."""
 
+import json
 import os
 import uuid as uuidlib
 
@@ -10,10 +11,12 @@ import fixtures
 from keystoneauth1 import loading as ks_loading
 from oslo_utils import uuidutils
 
+from cyborg.accelerator.common import pci
 from cyborg.agent import manager as agent_manager
 from cyborg.common import rpc
 from cyborg.common import states
 from cyborg.conf import drivers as drivers_conf
+from cyborg.db import api as db_api
 from cyborg.db import models
 from cyborg import privsep
 from cyborg.tests import fixtures as cyborg_fixtures
@@ -110,6 +113,30 @@ class VgpuMdevTest(test_deployables.Inventory, base.APIResourceTestCase):
         self.agent.say_hello(self.context)
         wait_for(lambda: self.tree.read(GPU, CREATE) == mdev, timeout=10)
         self.assertIn('Restored 1 mdevs of bound ARQs', self.logs.output)
+
+    def test_stored_attach_info_is_checked_before_it_goes_to_the_agent(self):
+        # A row stored before reports were checked, pointing elsewhere.
+        with db_api.writer.using(self.context) as session:
+            session.query(models.AttachHandle).update({
+                'attach_info': json.dumps(dict(
+                    pci.PciAddress.parse(GPU).as_dict(),
+                    asked_type='../../mdev/devices'))})
+        response = self.post(PATH, {'device_profile_name': 'vgpu-t4'},
+                             headers=base.MEMBER)
+        [arq] = response.json['arqs']
+        response = self.patch(PATH, {arq['uuid']: [
+            {'op': 'add', 'path': '/hostname', 'value': self.host},
+            {'op': 'add', 'path': '/device_rp_uuid',
+             'value': self.vgpu.rp_uuid},
+            {'op': 'add', 'path': '/instance_uuid',
+             'value': uuidutils.generate_uuid()}]}, headers=base.MEMBER,
+            service=True)
+        self.assertEqual(202, response.status_int, response.body)
+        arq = self.get(PATH + '/' + arq['uuid'], headers=base.MEMBER).json
+        self.assertEqual(states.BIND_FAILED, arq['state'])
+        self.assertIn('is not the attach info of an mdev', self.logs.output)
+        self.assertNotIn('Creating mdev', self.logs.output)
+        self.assertEqual('', self.tree.read(GPU, CREATE))
 
     def test_unbound_arqs_are_not_restored(self):
         mdev = self.bound_mdev()

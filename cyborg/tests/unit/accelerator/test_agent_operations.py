@@ -66,7 +66,58 @@ class AgentOperationsTest(sysfs.SysfsTestCase):
 
     def test_driver_failure_carries_the_reason(self):
         agent = self.agent('nvidia_gpu_driver')
+        # The type is there, its "create" file is not (nor is it made).
+        self.tree.add_mdev_type(GPU, 'nvidia-223', 'GRID T4-2B', 8)
         error = self.assert_fails(agent.create_mdev, self.ctx, GPU,
-                                  'nvidia-999', MDEV)
-        self.assertIn('has no vGPU type nvidia-999', str(error))
+                                  'nvidia-223', MDEV)
+        self.assertIn('No such file or directory', str(error))
         self.assertIn(self.HOST, str(error))
+
+    def assert_refused(self, function, *args):
+        wrapped = self.assertRaises(messaging.ExpectedException, function,
+                                    *args)
+        error = wrapped.exc_info[1]
+        self.assertIsInstance(error, exception.RefusedDeviceArgument)
+        self.assertEqual(400, error.code)
+        return str(error)
+
+    def test_arguments_are_parsed_before_any_driver_sees_them(self):
+        agent = self.agent('nvidia_gpu_driver')
+        self.tree.write(GPU, '%s/remove' % MDEV, '')
+        for address, mdev_type, uuid in [
+                ('0000:00:1f.0/..', TYPE, MDEV), (None, TYPE, MDEV),
+                (GPU, '..', MDEV), (GPU, TYPE + '/../..', MDEV),
+                (GPU, TYPE, '.'), (GPU, TYPE, '..'), (GPU, TYPE, '/etc'),
+                (GPU, TYPE, '../../mdev/devices'), (GPU, TYPE, 7)]:
+            self.assertIn('refused', self.assert_refused(
+                agent.create_mdev, self.ctx, address, mdev_type, uuid))
+            self.assert_refused(agent.remove_mdev, self.ctx, address,
+                                mdev_type, uuid)
+        self.assertEqual('', self.tree.read(GPU, '%s/remove' % MDEV))
+        self.assertEqual('', self.tree.read(
+            GPU, 'mdev_supported_types/%s/create' % TYPE))
+
+    def test_the_type_must_be_one_the_function_offers(self):
+        agent = self.agent('nvidia_gpu_driver')
+        message = self.assert_refused(agent.create_mdev, self.ctx, GPU,
+                                      'nvidia-999', MDEV)
+        self.assertIn('PCI function 0000:3b:00.0 has no mdev type '
+                      'nvidia-999', message)
+        self.assert_refused(agent.create_mdev, self.ctx, '0000:00:1f.0',
+                            TYPE, MDEV)
+        # ensure_mdevs skips what it refuses and does the rest.
+        self.assertEqual(1, agent.ensure_mdevs(self.ctx, [
+            {'pci_address': GPU, 'mdev_type': '..', 'mdev_uuid': MDEV},
+            'junk',
+            {'pci_address': GPU, 'mdev_type': TYPE, 'mdev_uuid': MDEV}]))
+        self.assertEqual(MDEV, self.tree.read(
+            GPU, 'mdev_supported_types/%s/create' % TYPE))
+        self.assertIn("Restoring mdev '%s' of type '..'" % MDEV,
+                      self.logs.output)
+
+    def test_fpga_program_needs_an_image_uuid(self):
+        agent = self.agent('fake_driver')
+        self.assert_refused(agent.fpga_program, self.ctx, CPID,
+                            '../../etc/passwd', 'fake')
+        self.assert_refused(agent.fpga_program, self.ctx, 'junk', MDEV,
+                            'fake')

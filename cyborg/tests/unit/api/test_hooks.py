@@ -41,6 +41,24 @@ class MakeContextTest(base.TestCase):
         self.assertTrue(ctx.is_service)
         self.assertTrue(ctx.to_policy_values()['service_roles'])
 
+    def test_only_the_service_role_makes_a_service(self):
+        for roles in ('admin', 'member,reader', 'admin,member',
+                      'services'):
+            self.assertFalse(hooks.make_context(environ(**{
+                'X-Roles': 'member', 'X-Service-Roles': roles})).is_service,
+                roles)
+        self.flags(service_token_roles=['nova_service'], group='api')
+        self.assertTrue(hooks.make_context(environ(**{
+            'X-Service-Roles': 'reader,nova_service'})).is_service)
+        self.assertFalse(hooks.make_context(environ(**{
+            'X-Service-Roles': 'service'})).is_service)
+
+    def test_what_is_accepted_crosses_rpc(self):
+        self.flags(service_token_roles=['nova_service'], group='api')
+        ctx = context.RequestContext.from_dict(hooks.make_context(environ(
+            **{'X-Service-Roles': 'nova_service'})).to_dict())
+        self.assertTrue(ctx.is_service)
+
 
 class _State:
     def __init__(self):

@@ -1,0 +1,131 @@
+"""What an agent's report may hold before the conductor stores it, and
+what the conductor sends back to agents from it.
+
+Attach handles and control path ids are JSON text that the conductor
+later hands to Nova and sends to agents (``create_mdev``,
+``remove_mdev``, ``ensure_mdevs``), whose privileged code acts on them.
+Each is checked against a schema when a report arrives: a handle that
+does not match is dropped, a device whose control path id does not
+match is dropped with its deployables, each with a warning naming the
+host. The binding checks the stored values again before it sends them
+(:func:`mdev_target`), so nothing it sends comes unchecked even from rows
+stored before these checks existed.
+"""
+
+import json
+
+import jsonschema
+from oslo_log import log as logging
+
+from cyborg.accelerator.common import mdev
+from cyborg.accelerator.common import pci
+from cyborg.common import exception
+
+LOG = logging.getLogger(__name__)
+
+#: Longest attach_info or cpid_info accepted, in characters.
+MAX_INFO = 1024
+
+_ADDRESS = {
+    'domain': {'type': 'string', 'pattern': '^[0-9a-f]{4}$'},
+    'bus': {'type': 'string', 'pattern': '^[0-9a-f]{2}$'},
+    'device': {'type': 'string', 'pattern': '^[0-9a-f]{2}$'},
+    'function': {'type': 'string', 'pattern': '^[0-7]$'},
+}
+_MARK = {'type': 'string', 'pattern': r'^[A-Za-z0-9_.:-]{1,80}$'}
+_PHYSNET = {'type': 'string', 'pattern': r'^[^\x00-\x1f\x7f]{1,255}$'}
+
+
+def _address_schema(required=(), **extra):
+    return {'type': 'object',
+            'properties': dict(_ADDRESS, **extra),
+            'required': sorted(_ADDRESS) + list(required),
+            'additionalProperties': False}
+
+
+#: attach_info by attach_type.
+ATTACH_INFO = {
+    'PCI': _address_schema(physical_network=_PHYSNET),
+    # The fake driver's: free-form, never sent to an agent.
+    'TEST_PCI': {'type': 'object', 'maxProperties': 16,
+                 'propertyNames': {'pattern': '^[a-z_]{1,32}$'},
+                 'additionalProperties': {
+                     'anyOf': [{'type': 'string', 'maxLength': 64},
+                               {'type': 'integer'}]}},
+    'MDEV': _address_schema(
+        required=['asked_type'],
+        asked_type={'type': 'string',
+                    'pattern': mdev.MDEV_TYPE_RE.pattern},
+        vgpu_mark=_MARK),
+}
+#: cpid_info by cpid_type.
+CPID_INFO = {'PCI': _address_schema()}
+
+
+def _problem(schemas, kind, info):
+    """Why ``info`` (JSON text of type ``kind``) does not match its
+    schema in ``schemas``; None when it does."""
+    schema = schemas.get(kind)
+    if schema is None:
+        return 'unknown type %r' % (kind,)
+    if not isinstance(info, str) or len(info) > MAX_INFO:
+        return 'not JSON text of at most %d characters' % MAX_INFO
+    try:
+        jsonschema.validate(json.loads(info), schema)
+    except ValueError:
+        return 'not JSON'
+    except jsonschema.ValidationError as e:
+        return e.message
+    return None
+
+
+def _items(obj, name):
+    return getattr(obj, name) if obj.obj_attr_is_set(name) else []
+
+
+def _checked_handles(hostname, deployable):
+    kept = []
+    for handle in _items(deployable, 'attach_handle_list'):
+        problem = _problem(ATTACH_INFO, handle.attach_type,
+                           handle.attach_info)
+        if problem is None:
+            kept.append(handle)
+        else:
+            LOG.warning('Host %s reported attach handle %.200r (%.20r) of '
+                        'deployable %.100r that is not valid (%s); it is '
+                        'dropped', hostname, handle.attach_info,
+                        handle.attach_type, deployable.name, problem)
+    return kept
+
+
+def checked(hostname, devices):
+    """``devices`` (a report of ``hostname``) without what fails its
+    schema: bad attach handles are dropped, and so are devices with a bad
+    control path id (with their deployables)."""
+    result = []
+    for device in devices or []:
+        cpid = device.controlpath_id
+        problem = _problem(CPID_INFO, cpid.cpid_type, cpid.cpid_info)
+        if problem is not None:
+            LOG.warning('Host %s reported a device with control path id '
+                        '%.200r (%.20r) that is not valid (%s); it is '
+                        'dropped', hostname, cpid.cpid_info,
+                        cpid.cpid_type, problem)
+            continue
+        for deployable in _items(device, 'deployable_list'):
+            deployable.attach_handle_list = _checked_handles(hostname,
+                                                             deployable)
+        result.append(device)
+    return result
+
+
+def mdev_target(info):
+    """``(PCI address, mdev type)`` as text, from the ``attach_info`` (a
+    dict) of an MDEV attach handle; Invalid if it is not one."""
+    if not isinstance(info, dict) or _problem(
+            ATTACH_INFO, 'MDEV', json.dumps(info)) is not None:
+        raise exception.Invalid(reason='%.200r is not the attach info of '
+                                'an mdev' % (info,))
+    address = pci.PciAddress(*(int(info[key], 16) for key in (
+        'domain', 'bus', 'device', 'function')))
+    return str(address), info['asked_type']

@@ -1,0 +1,87 @@
+"""Attach handles and control path ids of reports are checked against a
+schema before the conductor stores them or sends them back to agents."""
+
+import json
+
+import fixtures
+
+from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import records
+from cyborg.common import exception
+from cyborg.conductor import report_checks
+from cyborg.objects import driver_device as dd
+from cyborg.tests import base
+
+GPU = pci.PciAddress.parse('0000:3b:00.0')
+
+
+def get_test_device(handles, cpid_info=None):
+    deployable = records.deployable('host-a', GPU, 'VGPU', [], handles)
+    return dd.DriverDevice(
+        vendor='10de', model='T4', type='GPU', std_board_info='{}',
+        controlpath_id=dd.DriverControlPathID(
+            cpid_type='PCI', cpid_info=cpid_info or GPU.to_json()),
+        deployable_list=[deployable])
+
+
+def mdev(**info):
+    return dd.DriverAttachHandle(attach_type='MDEV', in_use=False,
+                                 attach_info=json.dumps(info))
+
+
+class ReportChecksTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.logs = self.useFixture(fixtures.FakeLogger(level='WARNING'))
+
+    def test_what_drivers_report_passes(self):
+        handles = [records.mdev_handle(GPU, 'nvidia-222', 0),
+                   records.pci_handle(GPU),
+                   records.pci_handle(GPU, physical_network='physnet 1')]
+        [device] = report_checks.checked('host-a', [get_test_device(
+            handles)])
+        self.assertEqual(handles, device.deployable_list[0]
+                         .attach_handle_list)
+
+    def test_bad_handles_are_dropped_with_a_warning(self):
+        good = records.mdev_handle(GPU, 'nvidia-222', 0)
+        address = GPU.as_dict()
+        bad = [mdev(**dict(address, asked_type='../../mdev/devices')),
+               mdev(**dict(address, asked_type='.')),
+               mdev(**address),
+               mdev(**dict(address, bus='../..', asked_type='nvidia-222')),
+               mdev(**dict(address, asked_type='nvidia-222', extra='x')),
+               dd.DriverAttachHandle(attach_type='PCI', in_use=False,
+                                     attach_info='not json'),
+               dd.DriverAttachHandle(attach_type='PCI', in_use=False,
+                                     attach_info='[]'),
+               dd.DriverAttachHandle(attach_type='PCI', in_use=False,
+                                     attach_info=GPU.to_json(x='y' * 2000)),
+               dd.DriverAttachHandle(attach_type='SCRIPT', in_use=False,
+                                     attach_info=GPU.to_json())]
+        [device] = report_checks.checked('host-a', [get_test_device(
+            [good] + bad)])
+        self.assertEqual([good], device.deployable_list[0]
+                         .attach_handle_list)
+        self.assertEqual(len(bad), self.logs.output.count(
+            'Host host-a reported attach handle'))
+        self.assertIn("unknown type 'SCRIPT'", self.logs.output)
+
+    def test_a_device_with_a_bad_control_path_is_dropped(self):
+        devices = [get_test_device([], cpid_info='{"bus": "../.."}'),
+                   get_test_device([])]
+        self.assertEqual([devices[1]], report_checks.checked('host-a',
+                                                             devices))
+        self.assertIn('Host host-a reported a device with control path id',
+                      self.logs.output)
+
+    def test_mdev_target_of_stored_values(self):
+        info = json.loads(records.mdev_handle(GPU, 'nvidia-222',
+                                              3).attach_info)
+        self.assertEqual(('0000:3b:00.0', 'nvidia-222'),
+                         report_checks.mdev_target(info))
+        for bad in (dict(info, asked_type='..'), dict(info, bus='3b/..'),
+                    {}, None, 'x'):
+            self.assertRaises(exception.Invalid, report_checks.mdev_target,
+                              bad)
