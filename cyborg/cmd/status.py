@@ -112,11 +112,31 @@ class Checks(upgradecheck.UpgradeCommands):
                            % response.status_code)
         return _placement_version_result(response.json())
 
+    def _check_rpc_keys(self):
+        """RPC messages are signed: the API's key must be in key_dir,
+        and unsigned messages accepted only while upgrading."""
+        required = self.conf.security.require_signed
+        try:
+            keys.KeyStore(self.conf.security.key_dir).keys(keys.API)
+        except exception.RPCKeyMissing as e:
+            return _result(
+                upgradecheck.Code.FAILURE if required
+                else upgradecheck.Code.WARNING,
+                '%s. Make the keys with "cyborg-status keys create --api '
+                '--host <each compute host>" (see the security guide).' % e)
+        if not required:
+            return _result(
+                upgradecheck.Code.WARNING,
+                '[security] require_signed is False: unsigned RPC messages '
+                'are accepted. Set it to True once every service signs.')
+        return _result(upgradecheck.Code.SUCCESS)
+
     _upgrade_checks = (
         ('Database schema', _check_database_schema),
         ('Policy File JSON to YAML Migration', _check_policy_file),
         ('Enabled accelerator drivers', _check_enabled_drivers),
         ('Placement API', _check_placement),
+        ('RPC keys', _check_rpc_keys),
     )
 
 
