@@ -187,7 +187,11 @@ class SignedDispatcher(dispatcher.RPCDispatcher):
                   for name, arg in args.items()}
         func = getattr(endpoint, method)
         try:
-            self.verifier.authorize(sender, method, func, kwargs)
+            # Who may call it is the endpoint class's word, whatever
+            # replaced the method on the object.
+            self.verifier.authorize(
+                sender, method, getattr(type(endpoint), method, func),
+                kwargs)
         except signing.Refused as e:
             refused = e
         else:
