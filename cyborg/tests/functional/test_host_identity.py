@@ -338,10 +338,16 @@ class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
                 self.assertRefused(unsigned, method, kwargs, 'host:hostA')
         self.assertEqual(['agent_heartbeat', 'agent_hello', 'report_data'],
                          sorted(host_methods))
-        # hostA signing honestly as itself may still say hello for itself.
+        # hostA signing honestly as itself is still heard ...
         own = self.client('hostA', honest, keys.API, 'cyborg-conductor')
         with signing.sending_as('host:hostA'):
             own.call(self.ctx, 'agent_heartbeat', hostname='hostA')
+            # ... but not hang its devices under hostB's compute node.
+            self.assertRaises(
+                exception.Invalid, own.call, self.ctx, 'agent_hello',
+                hello=host_obj.AgentHello(
+                    hostname='hostA', status='READY', endpoint='hostA',
+                    version='1', drivers=[], resource_provider_name='hostB'))
 
         # To hostB's agent: the broker does not let hostA's user publish
         # to hostB's topic. It may put a message in hostB's queue through
