@@ -171,6 +171,8 @@ class Verifier:
             nonce = str(auth['nonce'])
         except (KeyError, TypeError, ValueError, AttributeError):
             raise Refused('malformed signature') from None
+        if not isinstance(sender, str):
+            raise Refused('malformed signature')
         self._check_sender(sender)
         key_list = self._keys(sender, target)
         if not any(hmac.compare_digest(

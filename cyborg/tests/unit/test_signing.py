@@ -130,6 +130,14 @@ class VerifierTest(base.TestCase):
         self.useFixture(fixtures.MockPatch('time.time', return_value=now))
         self.assertIn('window', self.refused(self.conductor, old).reason)
 
+    def test_malformed_signatures_are_refused(self):
+        good = self.signed('host:cmp-1')
+        for auth in ({}, {'sender': ['host:cmp-1']}, 'x',
+                     dict(good[signing.AUTH], sender=['x']),
+                     dict(good[signing.AUTH], context=[['x']]),
+                     dict(good[signing.AUTH], sender='host:../../etc')):
+            self.refused(self.conductor, dict(good, **{signing.AUTH: auth}))
+
     def test_unsigned_only_while_upgrading(self):
         self.refused(self.conductor, dict(CTXT))
         self.flags(require_signed=False, group='security')
