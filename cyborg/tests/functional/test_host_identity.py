@@ -379,3 +379,30 @@ class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
                       self.conductor.output())
         self.assertIn('SECURITY: agent refused RPC remove_mdev',
                       self.agents['hostB'].output())
+
+
+class RollingUpgradeTest(test_daemons._Daemons, base.TestCase):
+    """During an upgrade ([security] require_signed = False), an agent
+    that has no key yet (as one of the release before) registers and is
+    heard, and the conductor says so; one with its key signs. Each
+    daemon's key directory is its own: the conductor's holds the signed
+    host's key only."""
+
+    backend = 'mysql'
+
+    def config(self, name, host, **sections):
+        sections['security'] = {'require_signed': 'False',
+                                'key_dir': os.path.join(self.tmp, host)}
+        return super().config(name, host, **sections)
+
+    def test_unsigned_and_signed_agents_are_heard(self):
+        keys.create(os.path.join(self.tmp, 'ctl-1'), 'host:signed')
+        shutil.copytree(os.path.join(self.tmp, 'ctl-1'),
+                        os.path.join(self.tmp, 'signed'))
+        conductor = self.start('conductor', 'ctl-1')
+        self.start('agent', 'unsigned')
+        self.start('agent', 'signed')
+        wait_for(lambda: (self.status('unsigned'), self.status('signed'))
+                 == ('up', 'up'), timeout=60)
+        self.assertIn('Accepting unsigned RPC messages', conductor.output())
+        self.assertNotIn('SECURITY:', conductor.output())
