@@ -17,6 +17,7 @@ Version history:
 """
 
 
+from cyborg.common import keys
 from cyborg.common import rpc
 
 #: Seconds the conductor waits for an agent to download and load a
@@ -27,12 +28,14 @@ PROGRAM_TIMEOUT = 1800
 
 
 class AgentAPI:
-    """What the conductor asks of agents."""
+    """What the conductor asks of agents, signed with the key of the host
+    it addresses."""
 
     RPC_API_VERSION = '1.4'
 
     def __init__(self, topic=rpc.AGENT_TOPIC):
-        self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
+        self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION,
+                                           sender=keys.CONDUCTOR)
 
     def say_hello(self, context, hostname):
         """Ask the agent on ``hostname`` to register again."""

@@ -12,6 +12,7 @@ from cyborg.aio import placement as aio_placement
 from cyborg.api import app as api_app
 from cyborg.api import server as api_server
 from cyborg.common.clients import placement as placement_client
+from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.common import service as cyborg_service
 from cyborg.conductor import manager as conductor_manager
@@ -34,6 +35,8 @@ def configure(conf, bind_host, port, state_dir, sysfs_root=None):
         state_dir, 'cyborg.sqlite'), group='database')
     conf.set_default('auth_strategy', 'noauth')
     conf.set_default('resource_provider_name', conf.host, group='agent')
+    conf.set_default('key_dir', os.path.join(state_dir, 'keys'),
+                     group='security')
     conf.set_override('host_ip', bind_host, group='api')
     conf.set_override('port', port, group='api')
     if sysfs_root:
@@ -96,6 +99,15 @@ def ensure_compute_node(conf):
     return provider
 
 
+def ensure_keys(conf):
+    """The all-in-one's RPC keys (the API's and its host's), made in
+    [security] key_dir at the first start."""
+    for identity in (keys.API, keys.host_identity(conf.host)):
+        path, created = keys.create(conf.security.key_dir, identity)
+        if created:
+            LOG.info('Created the RPC key %s', path)
+
+
 class AllInOne(service.Service):
 
     def __init__(self, conf):
@@ -109,6 +121,7 @@ class AllInOne(service.Service):
         conf = self.conf
         db_api.configure(conf)
         migration.upgrade('head')
+        ensure_keys(conf)
         rpc.init(conf)
         conductor = conductor_manager.ConductorManager(conf.host, conf)
         app = aio_placement.mount(

@@ -4,10 +4,18 @@
 the worst code: 0 success, 1 warning, 2 failure (255 if a check crashed).
 The checks read the database with plain SQL through alembic, never through
 objects, so they work on a database the previous release left behind.
+
+``cyborg-status keys {create,rotate,retire} (--api | --host NAME ...)``
+makes the RPC keys in [security] key_dir (or ``--key-dir``);
+``cyborg-status keys broker`` prints the ``rabbitmqctl`` commands of the
+broker users (one per host, ``--api``, ``--conductor``): see
+doc/source/admin/security.rst.
 """
 
+import argparse
 import importlib.metadata
 import json
+import shlex
 import sys
 
 from oslo_db import exception as db_exc
@@ -18,7 +26,11 @@ import sqlalchemy as sa
 
 from cyborg.cmd import dbsync
 from cyborg.common import config_check
+from cyborg.common import broker
 from cyborg.common.clients import placement as placement_client
+from cyborg.common import exception
+from cyborg.common import keys
+from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
 from cyborg.db import adopt
 from cyborg.db import api as db_api
@@ -30,7 +42,8 @@ CONF = cyborg_conf.CONF
 PROG = 'cyborg-status'
 DESCRIPTION = ('Check that this deployment is ready for the installed '
                'cyborg ("upgrade check"): database schema, configuration, '
-               'drivers, Placement.')
+               'drivers, Placement, adoption, RPC keys. "cyborg-status keys '
+               '--help": make the keys that sign RPC messages.')
 
 DRIVER_NAMESPACE = 'cyborg.accelerator.driver'
 
@@ -150,6 +163,25 @@ class Checks(upgradecheck.UpgradeCommands):
                 % config_check.describe_unknown(unknown))
         return _result(upgradecheck.Code.SUCCESS)
 
+    def _check_rpc_keys(self):
+        """RPC messages are signed: the API's key must be in key_dir,
+        and unsigned messages accepted only while upgrading."""
+        required = self.conf.security.require_signed
+        try:
+            keys.KeyStore(self.conf.security.key_dir).keys(keys.API)
+        except exception.RPCKeyMissing as e:
+            return _result(
+                upgradecheck.Code.FAILURE if required
+                else upgradecheck.Code.WARNING,
+                '%s. Make the keys with "cyborg-status keys create --api '
+                '--host <each compute host>" (see the security guide).' % e)
+        if not required:
+            return _result(
+                upgradecheck.Code.WARNING,
+                '[security] require_signed is False: unsigned RPC messages '
+                'are accepted. Set it to True once every service signs.')
+        return _result(upgradecheck.Code.SUCCESS)
+
     _upgrade_checks = (
         ('Configuration', _check_configuration),
         ('Database schema', _check_database_schema),
@@ -157,6 +189,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Enabled accelerator drivers', _check_enabled_drivers),
         ('Placement API', _check_placement),
         ('Adoption of upstream Cyborg', _check_adoption),
+        ('RPC keys', _check_rpc_keys),
     )
 
 
@@ -262,20 +295,103 @@ def _placement_version_result(document):
     return _result(upgradecheck.Code.SUCCESS)
 
 
+def _keys_parser():
+    parser = argparse.ArgumentParser(
+        prog='cyborg-status keys',
+        description='Make the keys that sign RPC messages: one per compute '
+        'host (give it to that host and the conductors) and the API\'s '
+        '(give it to the API and the conductors).')
+    parser.add_argument('action',
+                        choices=('create', 'rotate', 'retire', 'broker'),
+                        help='create: a key for each that has none (an '
+                        'existing key is kept); rotate: add a new key, '
+                        'both are used until retire; retire: keep only the '
+                        'newest key; broker: print the rabbitmqctl '
+                        'commands of their broker users (named as the '
+                        'host, "cyborg-api" and "cyborg-conductor")')
+    parser.add_argument('--api', action='store_true', help="the API's key")
+    parser.add_argument('--conductor', action='store_true',
+                        help='broker: the conductors\' user')
+    parser.add_argument('--host', action='append', default=[],
+                        help='a compute host (its [DEFAULT] host); repeat '
+                        'for several')
+    parser.add_argument('--key-dir', help='default: [security] key_dir of '
+                        'the configuration files')
+    parser.add_argument('--config-file', action='append', default=[])
+    return parser
+
+
+def _broker_lines(args, conf):
+    """``rabbitmqctl`` command lines of the users ``args`` names."""
+    users = ([('cyborg-conductor', 'conductor', None)]
+             if args.conductor else [])
+    users += [('cyborg-api', 'api', None)] if args.api else []
+    users += [(host, 'agent', host)
+              for host in args.host]
+    lines = []
+    for user, role, host in users:
+        keys.host_identity(user if role == 'agent' else 'x')
+        lines.append('rabbitmqctl add_user %s <password>' % shlex.quote(user))
+        for command in broker.commands(
+                user, role, host, exchange=conf.control_exchange,
+                prefix=conf.rpc_topic_prefix):
+            lines.append(shlex.join(['rabbitmqctl'] + command))
+    return lines
+
+
+def keys_main(argv):
+    """``cyborg-status keys ...``: returns the exit code."""
+    args = _keys_parser().parse_args(argv)
+    key_dir = args.key_dir
+    if key_dir is None or args.action == 'broker':
+        rpc.set_defaults()
+        rpc.register_opts(CONF)
+        CONF([], project='cyborg', default_config_files=args.config_file
+             or None)
+        key_dir = key_dir or CONF.security.key_dir
+    if args.action == 'broker':
+        try:
+            print('\n'.join(_broker_lines(args, CONF)))
+        except exception.Invalid as e:
+            print('cyborg-status keys: %s' % e, file=sys.stderr)
+            return 1
+        return 0
+    identities = ([keys.API] if args.api else []) + args.host
+    if not identities:
+        print('cyborg-status keys: give --api or --host', file=sys.stderr)
+        return 2
+    try:
+        identities = [i if i == keys.API else keys.host_identity(i)
+                      for i in identities]
+        for identity in identities:
+            if args.action == 'create':
+                path, created = keys.create(key_dir, identity)
+                print('%s %s' % ('created' if created else 'kept', path))
+            else:
+                action = getattr(keys, args.action)
+                print('%sd %s' % (args.action, action(key_dir, identity)))
+    except (exception.CyborgException, OSError) as e:
+        print('cyborg-status keys: %s' % e, file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv=None):
-    """``upgradecheck.main``, with the configuration errors of every cyborg
+    """``cyborg-status keys ...`` makes RPC keys; otherwise
+    ``upgradecheck.main``, with the configuration errors of every cyborg
     command: one line on stderr and exit status 2."""
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ['keys']:
+        return keys_main(argv[1:])
     policy_opts.set_defaults(CONF)
     upgradecheck.register_cli_options(CONF, Checks(CONF))
     try:
-        config_check.parse(CONF, sys.argv[1:] if argv is None else argv,
-                           project='cyborg', prog=PROG,
+        config_check.parse(CONF, argv, project='cyborg', prog=PROG,
                            description=DESCRIPTION)
     except config_check.ConfigError as e:
         print('%s: error: %s' % (PROG, e), file=sys.stderr)
         return config_check.EXIT_STATUS
     return upgradecheck.run(CONF)
-
 
 if __name__ == '__main__':
     sys.exit(main())

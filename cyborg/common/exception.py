@@ -399,3 +399,18 @@ class DriverOperationFailed(CyborgException):
 
 
 # -- conductor: reports, Placement, hosts --
+
+
+# -- RPC signatures --
+
+class RPCRefused(Forbidden):
+    """A receiver refused an RPC message: not signed, signed by a sender
+    that may not send it, or for someone else."""
+
+    msg_fmt = _('RPC message refused: %(reason)s')
+
+
+class RPCKeyMissing(ServiceUnavailable):
+    """A sender has no key to sign with (see [security] key_dir)."""
+
+    msg_fmt = _('No RPC key for %(identity)s: %(reason)s')

@@ -2,12 +2,20 @@
 
 import concurrent.futures
 
+from oslo_log import log as logging
 import oslo_messaging as messaging
 import oslo_messaging.opts  # noqa: F401  (for register_opts)
 from oslo_messaging.rpc import dispatcher
+from oslo_messaging.rpc import server as rpc_server
+from oslo_messaging import transport as msg_transport
 
 from cyborg.common import context as cyborg_context
+from cyborg.common import exception
+from cyborg.common import keys
+from cyborg.common import signing
 from cyborg.objects import base as objects_base
+
+LOG = logging.getLogger(__name__)
 
 CONDUCTOR_TOPIC = 'cyborg-conductor'
 AGENT_TOPIC = 'cyborg-agent'
@@ -17,6 +25,8 @@ ALLOWED_EXMODS = ['cyborg.common.exception']
 _TRANSPORT = None
 _NOTIFICATION_TRANSPORT = None
 _NOTIFIER = None
+_KEYS = None
+_CONF = None
 
 
 def topic(conf, name):
@@ -28,9 +38,13 @@ def set_defaults(control_exchange='cyborg'):
     messaging.set_transport_defaults(control_exchange)
 
 
-def init(conf):
-    """Create the process's transports; call once at service start."""
-    global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER
+def init(conf, key_store=None):
+    """Create the process's transports; call once at service start.
+    ``key_store`` (a :class:`cyborg.common.keys.KeyStore`): the keys that
+    sign and verify messages; by default those of [security]."""
+    global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER, _KEYS, _CONF
+    _CONF = conf
+    _KEYS = key_store or keys.KeyStore.from_conf(conf)
     _TRANSPORT = messaging.get_rpc_transport(
         conf, allowed_remote_exmods=ALLOWED_EXMODS)
     _NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
@@ -41,11 +55,11 @@ def init(conf):
 
 
 def cleanup():
-    global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER
+    global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER, _KEYS
     for transport in (_TRANSPORT, _NOTIFICATION_TRANSPORT):
         if transport is not None:
             transport.cleanup()
-    _TRANSPORT = _NOTIFICATION_TRANSPORT = _NOTIFIER = None
+    _TRANSPORT = _NOTIFICATION_TRANSPORT = _NOTIFIER = _KEYS = None
 
 
 def initialized():
@@ -71,18 +85,52 @@ class RequestContextSerializer(messaging.Serializer):
         return cyborg_context.RequestContext.from_dict(context)
 
 
-def get_client(target, version_cap=None):
+class SigningTransport(msg_transport.RPCTransport):
+    """The process's RPC transport, signing what it sends as ``sender``
+    (or as :func:`cyborg.common.signing.sending_as` says)."""
+
+    def __init__(self, transport, sender, key_store, conf):
+        super().__init__(transport._driver)
+        self.sender = sender
+        self.key_store = key_store
+        self.sign_conf = conf
+        self._unsigned_logged = False
+
+    def _send(self, target, ctxt, message, *args, **kwargs):
+        sender = signing.current_sender(self.sender)
+        signed_for = signing.target_of(target.topic, target.server,
+                                       target.fanout)
+        try:
+            key_list = self.key_store.keys(
+                signing.sender_key_identity(sender, signed_for))
+        except exception.RPCKeyMissing as e:
+            if self.sign_conf.security.require_signed:
+                raise
+            if not self._unsigned_logged:
+                self._unsigned_logged = True
+                LOG.warning('Sending unsigned RPC messages ([security] '
+                            'require_signed is False): %s', e)
+        else:
+            ctxt = signing.sign(key_list, sender, signed_for, ctxt, message)
+        return super()._send(target, ctxt, message, *args, **kwargs)
+
+    def cleanup(self):
+        """The process's transport is cleaned up by :func:`cleanup`."""
+
+
+def get_client(target, version_cap=None, sender=keys.API):
+    """A client of ``target`` whose messages are signed as ``sender``."""
+    transport = SigningTransport(_TRANSPORT, sender, _KEYS, _CONF)
     return messaging.get_rpc_client(
-        _TRANSPORT, target, version_cap=version_cap,
+        transport, target, version_cap=version_cap,
         serializer=RequestContextSerializer())
 
 
-def get_topic_client(name, version_cap):
+def get_topic_client(name, version_cap, sender=keys.API):
     """A client of cyborg's topic ``name`` (with [DEFAULT]
-    rpc_topic_prefix), capped at ``version_cap``."""
-    from cyborg.conf import CONF
-    target = messaging.Target(topic=topic(CONF, name), version='1.0')
-    return get_client(target, version_cap=version_cap)
+    rpc_topic_prefix), capped at ``version_cap``, signing as ``sender``."""
+    target = messaging.Target(topic=topic(_CONF, name), version='1.0')
+    return get_client(target, version_cap=version_cap, sender=sender)
 
 
 class Executor(concurrent.futures.ThreadPoolExecutor):
@@ -103,11 +151,81 @@ class Executor(concurrent.futures.ThreadPoolExecutor):
                          thread_name_prefix='cyborg-rpc')
 
 
-def get_server(target, endpoints):
-    server = messaging.get_rpc_server(
-        _TRANSPORT, target, endpoints, executor='threading',
-        serializer=RequestContextSerializer(),
-        access_policy=dispatcher.DefaultRPCAccessPolicy)
+class SignedDispatcher(dispatcher.RPCDispatcher):
+    """Dispatches only the messages its Verifier accepts (see
+    :mod:`cyborg.common.signing`), and host methods only for the proven
+    host."""
+
+    _SENDER = '_cyborg_proven_sender'
+
+    def __init__(self, endpoints, verifier):
+        super().__init__(endpoints, RequestContextSerializer(),
+                         dispatcher.DefaultRPCAccessPolicy)
+        self.verifier = verifier
+
+    def dispatch(self, incoming):
+        try:
+            sender, ctxt = self.verifier.verify(incoming.ctxt,
+                                                incoming.message)
+        except signing.Refused as e:
+            refused = e
+        else:
+            refused = None
+        if refused is not None:
+            self._refuse(refused, incoming.message.get('method'))
+        ctxt = dict(ctxt)
+        ctxt.pop(signing.AUTH, None)
+        ctxt[self._SENDER] = sender
+        incoming.ctxt = ctxt
+        return super().dispatch(incoming)
+
+    def _do_dispatch(self, endpoint, method, ctxt, args):
+        ctxt = dict(ctxt)
+        sender = ctxt.pop(self._SENDER)
+        context = self.serializer.deserialize_context(ctxt)
+        kwargs = {name: self.serializer.deserialize_entity(context, arg)
+                  for name, arg in args.items()}
+        func = getattr(endpoint, method)
+        try:
+            # Who may call it is the endpoint class's word, whatever
+            # replaced the method on the object.
+            self.verifier.authorize(
+                sender, method, getattr(type(endpoint), method, func),
+                kwargs)
+        except signing.Refused as e:
+            refused = e
+        else:
+            refused = None
+        if refused is not None:
+            self._refuse(refused, method)
+        return self.serializer.serialize_entity(context,
+                                                func(context, **kwargs))
+
+    def _refuse(self, refused, method):
+        signing.log_refusal(refused, method, self.verifier.role)
+        try:
+            raise exception.RPCRefused(reason=refused.reason)
+        except exception.RPCRefused:
+            # Sent back to a caller as itself; no traceback in the log.
+            raise messaging.ExpectedException() from None
+
+
+def _role(target):
+    if target.topic == topic(_CONF, CONDUCTOR_TOPIC):
+        return signing.CONDUCTOR_ROLE
+    if target.topic == topic(_CONF, AGENT_TOPIC):
+        return signing.AGENT_ROLE
+    raise ValueError('No RPC server of cyborg listens on %s' % target.topic)
+
+
+def get_server(target, endpoints, role=None):
+    """The RPC server of ``endpoints`` on ``target``: the conductor's or
+    an agent's (``role``, by default told by the topic)."""
+    verifier = signing.Verifier(_KEYS, _CONF, role or _role(target),
+                                target.topic, target.server)
+    server = rpc_server.RPCServer(
+        _TRANSPORT, target, SignedDispatcher(endpoints, verifier),
+        'threading')
     # oslo.messaging makes the pool from this class at start(), with
     # max_workers=executor_thread_pool_size, and uses only submit() and
     # shutdown(wait=True). A test fails should a release stop reading it.

@@ -20,6 +20,7 @@ import oslo_messaging as messaging
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.common import signing
 from cyborg.conductor import accelerators
 from cyborg.conductor import agents
 from cyborg.conductor import attachments
@@ -87,6 +88,10 @@ class ConductorManager:
                 + self.placement.periodic_tasks()
                 + self.accelerators.periodic_tasks())
 
+    # The agents' methods: the host they name must be the proven sender
+    # (cyborg.common.signing). Every other method is the API's.
+
+    @signing.host_method('hello', 'hostname')
     @messaging.expected_exceptions(exception.Invalid,
                                    exception.ServiceUnavailable)
     def agent_hello(self, context, hello):
@@ -99,10 +104,12 @@ class ConductorManager:
                           'ARQs', hello.hostname)
         return host
 
+    @signing.host_method('hostname')
     @messaging.expected_exceptions(exception.ServiceUnavailable)
     def agent_heartbeat(self, context, hostname):
         self.liveness.heartbeat(context, hostname)
 
+    @signing.host_method('hostname')
     @messaging.expected_exceptions(exception.Invalid, exception.NotFound,
                                    exception.ServiceUnavailable)
     def report_data(self, context, hostname, devices, report_hash,

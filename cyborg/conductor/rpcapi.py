@@ -25,7 +25,9 @@ Version history:
 
 import oslo_messaging as messaging
 
+from cyborg.common import keys
 from cyborg.common import rpc
+from cyborg.common import signing
 
 #: The generic-driver operations wait for agents (each at most
 #: AGENT_WAIT seconds, in parallel) and for Placement: the API waits for
@@ -36,8 +38,15 @@ MARGIN = 30
 OPERATION_TIMEOUT = AGENT_WAIT * 2 + MARGIN
 
 
+def _as_host(hostname):
+    """An agent's messages are signed with the key of the host they are
+    about; only that host (and the conductors) hold it."""
+    return signing.sending_as(keys.host_identity(hostname))
+
+
 class ConductorAPI:
-    """What the API and the agents ask of the conductor."""
+    """What the API and the agents ask of the conductor. The agents'
+    methods are signed as the host they name, the others as the API."""
 
     RPC_API_VERSION = '1.6'
 
@@ -47,12 +56,14 @@ class ConductorAPI:
     def agent_hello(self, context, hello, timeout=None):
         """Register an agent and its drivers; returns the Host."""
         cctxt = self.client.prepare(version='1.0', timeout=timeout)
-        return cctxt.call(context, 'agent_hello', hello=hello)
+        with _as_host(hello.hostname):
+            return cctxt.call(context, 'agent_hello', hello=hello)
 
     def agent_heartbeat(self, context, hostname):
         """Tell the conductor the agent on ``hostname`` is alive."""
         cctxt = self.client.prepare(version='1.0')
-        cctxt.cast(context, 'agent_heartbeat', hostname=hostname)
+        with _as_host(hostname):
+            cctxt.cast(context, 'agent_heartbeat', hostname=hostname)
 
     def report_data(self, context, hostname, devices, report_hash,
                     report_seq=None, hardware=None, timeout=None):
@@ -71,7 +82,8 @@ class ConductorAPI:
         else:
             kwargs.update(report_seq=report_seq, hardware=hardware)
             cctxt = self.client.prepare(version='1.6', timeout=timeout)
-        return cctxt.call(context, 'report_data', **kwargs)
+        with _as_host(hostname):
+            return cctxt.call(context, 'report_data', **kwargs)
 
     def device_profile_create(self, context, values):
         """Create a device profile from validated ``values`` (name,

@@ -27,6 +27,21 @@ def _now(context):
     return now
 
 
+def _check_provider_name(context, hostname, resource_provider_name):
+    """A host may not hang its devices under another host's compute node
+    provider: Invalid when ``resource_provider_name`` is another known
+    host's name. (Another host's provider name is not refused: agents on
+    one machine, as in tests, share its default, the machine's FQDN.)"""
+    if not resource_provider_name or resource_provider_name == hostname:
+        return
+    other = _host_query(context).filter(
+        models.Host.hostname == resource_provider_name).first()
+    if other is not None:
+        raise exception.Invalid(
+            reason='compute node provider %s is host %s\'s, not %s\'s'
+            % (resource_provider_name, other.hostname, hostname))
+
+
 @db_api.retry_on_deadlock
 @db_api.writer
 def record_hello(context, hostname, endpoint, version, drivers,
@@ -40,6 +55,7 @@ def record_hello(context, hostname, endpoint, version, drivers,
     read back, and whether a known host came back after being marked
     down.
     """
+    _check_provider_name(context, hostname, resource_provider_name)
     now = _now(context)
     host = _host_query(context).filter_by(hostname=hostname).first()
     was_down = host is not None and host.status == 'down'

@@ -11,6 +11,7 @@ from oslo_messaging import conffixture
 from oslo_messaging.notify import _impl_test as notify_test
 import sqlalchemy as sa
 
+from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.db import api as db_api
 from cyborg.db import migration
@@ -165,7 +166,12 @@ class Messaging(fixtures.Fixture):
         namespace = 'test-%s-' % uuid.uuid4().hex[:8]
         self.conf.set_override('control_exchange', namespace + 'cyborg')
         self.conf.set_override('rpc_topic_prefix', namespace)
-        rpc.init(self.conf)
+        # Signed messages as in production; every identity the test
+        # speaks as gets a key when first used.
+        self.key_dir = self.useFixture(fixtures.TempDir()).path
+        self.conf.set_override('key_dir', self.key_dir, group='security')
+        self.keys = keys.KeyStore(self.key_dir, create_missing=True)
+        rpc.init(self.conf, self.keys)
         self.addCleanup(rpc.cleanup)
 
 

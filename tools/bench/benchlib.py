@@ -29,6 +29,7 @@ from cyborg.api import app as api_app
 from cyborg.api import server as api_server
 from cyborg.common.clients import placement as placement_client
 from cyborg.common import context as cyborg_context
+from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.common import service as cyborg_service
 from cyborg import conf as cyborg_conf
@@ -150,6 +151,13 @@ class FakeNova:
             return self.requests['POST %s' % self.EVENTS]
 
 
+def key_store(state_dir):
+    """The RPC keys of a benchmark, which plays every host: each key is
+    made in ``state_dir`` when first used."""
+    return keys.KeyStore(os.path.join(state_dir, 'keys'),
+                         create_missing=True)
+
+
 def server_database(url):
     """(url of a new database on the server of ``url``, drop function)."""
     server = sa.engine.make_url(url)
@@ -228,7 +236,7 @@ class Stack:
         self.configure()
         db_api.configure(CONF)
         migration.upgrade('head')
-        rpc.init(CONF)
+        rpc.init(CONF, key_store(self.state_dir))
         manager = conductor_manager.ConductorManager('bench-conductor', CONF)
         # Like the all-in-one: on the in-process bus the API calls its
         # conductor directly; on a broker it goes through RPC.

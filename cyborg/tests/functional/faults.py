@@ -19,6 +19,7 @@ import time
 
 import sqlalchemy as sa
 
+from cyborg.tests import services
 from cyborg.tests.functional import daemons
 
 
@@ -284,6 +285,17 @@ class PrivateRabbit:
             self.daemon.kill()
         _sigkill_until_gone(self.node_pids, self.KILL_TIMEOUT,
                             'the private RabbitMQ node %s' % self.nodename)
+
+    @classmethod
+    def started(cls, test):
+        """A started node of ``test``'s own; the test is skipped (or
+        fails under CYBORG_TEST_REQUIRE_SERVICES) where none can run."""
+        rabbit = cls(test)
+        if rabbit.problem is None:
+            rabbit.start()
+        if rabbit.problem is not None:
+            services.unavailable(test, rabbit.problem)
+        return rabbit
 
     @classmethod
     def _kill_orphans(cls):

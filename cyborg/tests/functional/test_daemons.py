@@ -12,6 +12,7 @@ from oslo_utils import uuidutils
 import requests
 
 from cyborg.common import context
+from cyborg.common import keys
 from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import hosts as db_hosts
 from cyborg.tests import base
@@ -53,12 +54,20 @@ class _Daemons:
             'agent': {'heartbeat_interval': 1},
             'conductor': {'host_down_timeout': 3,
                           'liveness_check_interval': 1},
+            # Each daemon's keys, made as an operator makes them.
+            'security': {'key_dir': self.key_dir},
         }
         for section, options in sections.items():
             values.setdefault(section, {}).update(options)
         return daemons.write_config(os.path.join(self.tmp, name), values)
 
+    @property
+    def key_dir(self):
+        return os.path.join(self.tmp, 'keys')
+
     def start(self, name, host):
+        for identity in (keys.API, keys.host_identity(host)):
+            keys.create(self.key_dir, identity)
         config = self.config('%s-%s.conf' % (name, host), host)
         return daemons.Daemon(self, name, ['--config-file', config],
                               os.path.join(self.tmp, '%s-%s.log' % (name,

@@ -218,11 +218,7 @@ class BrokerRestartTest(test_agent_rescan.InventoryView,
     enabled_drivers = 'nvidia_gpu_driver'
 
     def broker_url(self):
-        self.rabbit = faults.PrivateRabbit(self)
-        if self.rabbit.problem is None:
-            self.rabbit.start()
-        if self.rabbit.problem is not None:
-            services.unavailable(self, self.rabbit.problem)
+        self.rabbit = faults.PrivateRabbit.started(self)
         return self.rabbit.url
 
     def test_agent_and_conductor_reconnect_and_inventory_is_right(self):

@@ -220,7 +220,14 @@ class UnitsStartTheDaemonsTest(base.TestCase):
             'api': {'host_ip': '127.0.0.1', 'port': self.port,
                     'api_workers': 2},
             'agent': {'heartbeat_interval': 1},
+            'security': {'key_dir': os.path.join(self.etc, 'keys')},
         })
+        # The keys, made by the command an operator runs.
+        subprocess.run([sys.executable, '-m', 'cyborg.cmd.status', 'keys',
+                        'create', '--api', '--host', self.host,
+                        '--config-file', os.path.join(self.etc,
+                                                      'cyborg.conf')],
+                       check=True, capture_output=True)
 
     def start(self, name):
         unit = parse_unit(unit_path(name))

@@ -8,6 +8,7 @@ import oslo_messaging as messaging
 
 from cyborg.common import context
 from cyborg.common import rpc
+from cyborg.common import signing
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 
@@ -34,7 +35,9 @@ class RPCExecutorTest(base.TestCase):
         self.endpoint = Endpoint()
         target = messaging.Target(topic='executor-%s' % self.id(),
                                   server='here')
-        self.server = rpc.get_server(target, [self.endpoint])
+        # Served as a conductor is: the API's signed calls are taken.
+        self.server = rpc.get_server(target, [self.endpoint],
+                                     role=signing.CONDUCTOR_ROLE)
         self.server.start()
         self.addCleanup(self.server.wait)
         self.addCleanup(self.server.stop)

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from cyborg.cmd import status
 from cyborg.common.clients import placement as placement_client
+from cyborg.common import keys
 from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.tests import base
@@ -151,11 +152,39 @@ class PlacementCheckTest(_StatusTestCase):
         self.assertEqual(max(asked), status.PLACEMENT_MIN_VERSION)
 
 
+class RPCKeysCheckTest(_StatusTestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.key_dir = self.useFixture(fixtures.TempDir()).path
+        self.flags(key_dir=self.key_dir, group='security')
+
+    def test_a_missing_api_key_fails_with_the_command_to_run(self):
+        result = self.checks._check_rpc_keys()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('cyborg-status keys create --api', result.details)
+
+    def test_unsigned_messages_accepted_are_a_warning(self):
+        self.flags(require_signed=False, group='security')
+        self.assertEqual(Code.WARNING, self.checks._check_rpc_keys().code)
+        keys.create(self.key_dir, keys.API)
+        result = self.checks._check_rpc_keys()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('require_signed is False', result.details)
+
+    def test_the_api_key_signed_messages_succeed(self):
+        keys.create(self.key_dir, keys.API)
+        self.assertEqual(Code.SUCCESS, self.checks._check_rpc_keys().code)
+
+
 class AllChecksTest(_StatusTestCase):
     """``check()`` runs every check and answers the worst code."""
 
     def setUp(self):
         super().setUp()
+        key_dir = self.useFixture(fixtures.TempDir()).path
+        keys.create(key_dir, keys.API)
+        self.flags(key_dir=key_dir, group='security')
         self.useFixture(placement_fixture.Placement(self.conf))
         self.stdout = io.StringIO()
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', self.stdout))
@@ -173,7 +202,8 @@ class AllChecksTest(_StatusTestCase):
         migration.upgrade('head')
         self.assertEqual(Code.SUCCESS, self.checks.check())
         for name in ('Database schema', 'Policy File JSON to YAML Migration',
-                     'Enabled accelerator drivers', 'Placement API'):
+                     'Enabled accelerator drivers', 'Placement API',
+                     'RPC keys'):
             self.assertIn(name, self.stdout.getvalue())
 
 

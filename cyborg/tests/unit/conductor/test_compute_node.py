@@ -74,6 +74,25 @@ class ComputeNodeTest(base.TestCase):
                                             resource_provider_name=None))
         self.assertEqual(['cmp-1'], self.names('cmp-1'))
 
+    def test_a_host_cannot_take_another_hosts_provider(self):
+        self.liveness.hello(self.ctx, hello(
+            'cmp-1', resource_provider_name='cmp-1.example.org'))
+        self.liveness.hello(self.ctx, hello('cmp-2'))
+        error = self.assertRaises(
+            exception.Invalid, self.liveness.hello, self.ctx,
+            hello('cmp-2', resource_provider_name='cmp-1'))
+        self.assertIn("is host cmp-1's, not cmp-2's", str(error))
+        self.assertEqual(['cmp-2'], self.names('cmp-2'))
+        # Agents on one machine share its name as their default.
+        for host in ('cmp-1', 'cmp-2'):
+            self.liveness.hello(self.ctx, hello(
+                host, resource_provider_name='machine.example.org'))
+        # Its own names stay its own.
+        self.liveness.hello(self.ctx, hello(
+            'cmp-1', resource_provider_name='cmp-1.example.org'))
+        self.liveness.hello(self.ctx, hello('cmp-1',
+                                            resource_provider_name='cmp-1'))
+
     def test_names(self):
         self.liveness.hello(self.ctx, hello('cmp-2',
                                             resource_provider_name='cmp-2'))

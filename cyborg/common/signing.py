@@ -1,0 +1,281 @@
+"""Signed RPC messages: who sent a message is what its receiver proves.
+
+A sender adds to the message's context a ``cyborg_auth`` field: its
+identity (see :mod:`cyborg.common.keys`), the time, a random nonce, the
+target it addressed, the context keys it signed, and one HMAC-SHA256
+per key it holds over a canonical JSON encoding of all that and the
+method, its arguments, namespace and version. The receiver:
+
+* takes the key of the claimed sender (the conductor's messages to a host
+  are signed with that host's key), refuses the message unless one
+  signature verifies, it is recent (``[security] max_message_age``) and
+  it was not seen before;
+* accepts only senders of its kind: a conductor, the API and compute
+  hosts; an agent, the conductor;
+* checks the signed target is its own;
+* for the conductor's host methods (marked with :func:`host_method`),
+  takes the host from the proven identity: a message whose host argument
+  names another host is refused; every other conductor method is the
+  API's.
+
+Refusals are logged on the ``cyborg.security`` logger with the claimed
+and the proven sender. With ``[security] require_signed = False`` (a
+rolling upgrade), an unsigned message is accepted and logged; one whose
+signature does not verify is refused all the same.
+"""
+
+import collections
+import contextlib
+import contextvars
+import hashlib
+import hmac
+import secrets
+import threading
+import time
+
+from oslo_log import log as logging
+from oslo_serialization import jsonutils
+
+from cyborg.common import exception
+from cyborg.common import keys
+
+LOG = logging.getLogger(__name__)
+SECURITY_LOG = logging.getLogger('cyborg.security')
+
+#: The context field that carries the signature.
+AUTH = 'cyborg_auth'
+
+#: Receivers: what a conductor or an agent serves.
+CONDUCTOR_ROLE = 'conductor'
+AGENT_ROLE = 'agent'
+
+_HOST_ARG = '_cyborg_rpc_host_arg'
+_SENDER = contextvars.ContextVar('cyborg_rpc_sender', default=None)
+
+
+@contextlib.contextmanager
+def sending_as(identity):
+    """Messages sent in this block are signed as ``identity`` (an agent's
+    host methods are signed as the host they are about)."""
+    token = _SENDER.set(identity)
+    try:
+        yield
+    finally:
+        _SENDER.reset(token)
+
+
+def current_sender(default):
+    return _SENDER.get() or default
+
+
+def host_method(*path):
+    """Mark a conductor endpoint as a compute host's: ``path`` names the
+    argument (and attributes) that hold the host it is about, which must
+    be the proven sender."""
+    def mark(func):
+        setattr(func, _HOST_ARG, path)
+        return func
+    return mark
+
+
+def host_argument(func):
+    """The path a :func:`host_method` marked, None for others."""
+    return getattr(func, _HOST_ARG, None)
+
+
+def _digest(body):
+    return jsonutils.dumps(body, sort_keys=True,
+                           separators=(',', ':')).encode('utf-8')
+
+
+def _body(auth, target, ctxt, message):
+    return {'sender': auth['sender'], 'time': auth['time'],
+            'nonce': auth['nonce'], 'target': target,
+            'context': {key: ctxt.get(key) for key in auth['context']},
+            'method': message.get('method'), 'args': message.get('args'),
+            'namespace': message.get('namespace'),
+            'version': message.get('version')}
+
+
+def _macs(key_list, data):
+    return {keys.key_id(key): hmac.new(key, data, hashlib.sha256).hexdigest()
+            for key in key_list}
+
+
+def target_of(topic, server=None, fanout=False):
+    return {'topic': topic, 'server': server, 'fanout': bool(fanout)}
+
+
+def sign(key_list, sender, target, ctxt, message):
+    """A copy of the context ``ctxt`` of ``message`` with the signature
+    of ``sender`` (made with each key of ``key_list``) for ``target``."""
+    ctxt = {k: v for k, v in ctxt.items() if k != AUTH}
+    auth = {'sender': sender, 'time': time.time(),
+            'nonce': secrets.token_hex(16), 'target': target,
+            'context': sorted(ctxt)}
+    auth['macs'] = _macs(key_list, _digest(_body(auth, target, ctxt,
+                                                 message)))
+    ctxt[AUTH] = auth
+    return ctxt
+
+
+def sender_key_identity(sender, target):
+    """Whose key signs ``sender``'s message to ``target``: the
+    conductor's messages to a host use that host's key."""
+    if sender == keys.CONDUCTOR:
+        if not target.get('server') or target.get('fanout'):
+            raise exception.RPCKeyMissing(
+                identity=sender, reason='a message to every host cannot be '
+                'signed: the conductor signs with the key of the one host '
+                'it addresses')
+        return keys.host_identity(target['server'])
+    return sender
+
+
+class Refused(Exception):
+    def __init__(self, reason, claimed=None, proven=None):
+        super().__init__(reason)
+        self.reason = reason
+        self.claimed = claimed
+        self.proven = proven
+
+
+class Verifier:
+    """Checks the messages of one RPC server: ``role`` (CONDUCTOR_ROLE or
+    AGENT_ROLE) on ``topic`` as ``server`` (the host)."""
+
+    def __init__(self, store, conf, role, topic, server):
+        self.store = store
+        self.conf = conf
+        self.role = role
+        self.topic = topic
+        self.server = server
+        self._seen = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self._unsigned_logged = set()
+
+    def verify(self, ctxt, message):
+        """``(sender, context)``: the proven sender (None for an unsigned
+        message accepted during an upgrade) and the context it signed.
+        Raises Refused."""
+        auth = ctxt.get(AUTH)
+        if auth is None:
+            return self._unsigned(ctxt, message)
+        try:
+            sender = auth['sender']
+            target = auth['target']
+            signed_context = {key: ctxt[key] for key in auth['context']}
+            data = _digest(_body(auth, target, ctxt, message))
+            macs = dict(auth['macs'])
+            sent = float(auth['time'])
+            nonce = str(auth['nonce'])
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise Refused('malformed signature') from None
+        if not isinstance(sender, str):
+            raise Refused('malformed signature')
+        self._check_sender(sender)
+        key_list = self._keys(sender, target)
+        if not any(hmac.compare_digest(
+                str(macs.get(keys.key_id(key), '')),
+                hmac.new(key, data, hashlib.sha256).hexdigest())
+                for key in key_list):
+            raise Refused('no signature verifies with a key of %s'
+                          % sender, claimed=sender)
+        self._check_target(target, sender)
+        self._check_fresh(sent, nonce, sender)
+        return sender, signed_context
+
+    def _unsigned(self, ctxt, message):
+        method = message.get('method')
+        if self.conf.security.require_signed:
+            raise Refused('unsigned message (method %s)' % method)
+        # Bounded: the method names come from the wire.
+        if (method not in self._unsigned_logged
+                and len(self._unsigned_logged) < 100):
+            self._unsigned_logged.add(method)
+            SECURITY_LOG.warning(
+                'Accepting unsigned RPC messages (first: %s on %s) because '
+                '[security] require_signed is False; sign every peer, then '
+                'set it to True', method, self.topic)
+        return None, ctxt
+
+    def _check_sender(self, sender):
+        if self.role == AGENT_ROLE:
+            allowed = sender == keys.CONDUCTOR
+        else:
+            allowed = sender == keys.API or keys.host_of(sender) is not None
+        if not allowed:
+            raise Refused('%s may not send to the %s' % (sender, self.role),
+                          claimed=sender)
+
+    def _keys(self, sender, target):
+        if self.role == AGENT_ROLE:
+            identity = keys.host_identity(self.server)
+        else:
+            identity = sender
+        try:
+            return self.store.keys(identity)
+        except exception.RPCKeyMissing as e:
+            raise Refused('cannot verify: %s' % e, claimed=sender) from None
+
+    def _check_target(self, target, sender):
+        if not isinstance(target, dict) or target.get('topic') != self.topic:
+            raise Refused('signed for another topic', claimed=sender,
+                          proven=sender)
+        server = target.get('server')
+        if target.get('fanout') or server not in (None, self.server) or (
+                self.role == AGENT_ROLE and server != self.server):
+            raise Refused('signed for server %s, not %s'
+                          % (server, self.server), claimed=sender,
+                          proven=sender)
+
+    def _check_fresh(self, sent, nonce, sender):
+        window = self.conf.security.max_message_age
+        now = time.time()
+        if abs(now - sent) > window:
+            raise Refused('sent %.0f s from now, beyond the %d s window'
+                          % (sent - now, window), claimed=sender,
+                          proven=sender)
+        with self._lock:
+            while self._seen and next(iter(self._seen.values())) < (
+                    now - 2 * window):
+                self._seen.popitem(last=False)
+            if nonce in self._seen:
+                raise Refused('replayed message', claimed=sender,
+                              proven=sender)
+            self._seen[nonce] = now
+
+    def authorize(self, sender, name, func, args):
+        """Whether ``sender`` may call endpoint ``func`` (method ``name``)
+        with ``args`` (deserialized); raises Refused. An unsigned message
+        accepted during an upgrade (sender None) passes."""
+        if sender is None or self.role == AGENT_ROLE:
+            return
+        path = host_argument(func)
+        if path is None:
+            if sender != keys.API:
+                raise Refused('%s is for the API only' % name,
+                              claimed=sender, proven=sender)
+            return
+        claimed = _resolve(args, path)
+        proven = keys.host_of(sender)
+        if proven is None or claimed != proven:
+            raise Refused('%s about host %s' % (name, claimed),
+                          claimed=keys.HOST_PREFIX + str(claimed),
+                          proven=sender)
+
+
+def _resolve(args, path):
+    value = args.get(path[0])
+    for attribute in path[1:]:
+        value = getattr(value, attribute, None)
+    return value
+
+
+def log_refusal(refused, method, role):
+    SECURITY_LOG.warning(
+        'SECURITY: %(role)s refused RPC %(method)s: %(reason)s (claimed '
+        'sender %(claimed)s, proven sender %(proven)s)',
+        {'role': role, 'method': method, 'reason': refused.reason,
+         'claimed': refused.claimed or 'none',
+         'proven': refused.proven or 'none'})

@@ -1,0 +1,335 @@
+"""Signed RPC messages: keys, signatures, who may send what, replays,
+rotation and the upgrade switch; and the conductor and an agent served on
+the in-process transport refusing what they must."""
+
+import os
+import re
+import time
+
+import fixtures
+import oslo_messaging as messaging
+
+from cyborg.agent import rpcapi as agent_rpcapi
+from cyborg.cmd import status
+from cyborg.common import broker
+from cyborg.common import context
+from cyborg.common import exception
+from cyborg.common import keys
+from cyborg.common import rpc
+from cyborg.common import signing
+from cyborg.conductor import manager as conductor_manager
+from cyborg.conductor import rpcapi as conductor_rpcapi
+from cyborg.objects import host as host_obj
+from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
+
+TOPIC = 'cyborg-conductor'
+MESSAGE = {'method': 'report_data', 'args': {'hostname': 'cmp-1'},
+           'version': '1.6'}
+CTXT = {'user': None, 'project_id': 'p', 'roles': ['admin']}
+
+
+class KeysTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+
+    def test_create_keeps_an_existing_key_and_rotation_adds_then_retires(self):
+        path, created = keys.create(self.dir, 'host:cmp-1')
+        self.assertTrue(created)
+        self.assertEqual(0o600, os.stat(path).st_mode & 0o777)
+        [first] = keys.read(path)
+        self.assertEqual((path, False), keys.create(self.dir, 'host:cmp-1'))
+        keys.rotate(self.dir, 'host:cmp-1')
+        both = keys.read(path)
+        self.assertEqual(2, len(both))
+        self.assertEqual(first, both[0])
+        keys.retire(self.dir, 'host:cmp-1')
+        self.assertEqual(both[1:], keys.read(path))
+
+    def test_host_names_cannot_leave_the_key_directory(self):
+        for bad in ('../x', 'a/b', '', '.hidden', None):
+            self.assertRaises(exception.Invalid, keys.host_identity, bad)
+        self.assertRaises(exception.Invalid, keys.file_name, 'conductor')
+
+    def test_store_reads_a_changed_file_again_and_says_what_is_missing(self):
+        store = keys.KeyStore(self.dir)
+        self.assertRaises(exception.RPCKeyMissing, store.keys, keys.API)
+        keys.create(self.dir, keys.API)
+        old = store.keys(keys.API)
+        keys.rotate(self.dir, keys.API)
+        self.assertEqual(2, len(store.keys(keys.API)))
+        self.assertEqual(old, store.keys(keys.API)[:1])
+
+    def test_own_key_file_of_an_agent(self):
+        own = os.path.join(self.dir, 'elsewhere.key')
+        keys.write(own, [keys.new_key()])
+        store = keys.KeyStore(os.path.join(self.dir, 'none'), own, 'cmp-1')
+        self.assertEqual(keys.read(own), store.keys('host:cmp-1'))
+        self.assertRaises(exception.RPCKeyMissing, store.keys, 'host:cmp-2')
+
+    def test_a_bad_key_file_is_refused_with_its_line(self):
+        path = os.path.join(self.dir, 'api.key')
+        with open(path, 'w') as f:
+            f.write('# comment\nnot-a-key\n')
+        error = self.assertRaises(exception.RPCKeyMissing, keys.read, path)
+        self.assertIn('line 2', str(error))
+
+
+class VerifierTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.store = keys.KeyStore(self.dir)
+        for identity in (keys.API, 'host:cmp-1', 'host:cmp-2'):
+            keys.create(self.dir, identity)
+        self.conductor = signing.Verifier(self.store, self.conf,
+                                          signing.CONDUCTOR_ROLE, TOPIC, None)
+        self.agent = signing.Verifier(self.store, self.conf,
+                                      signing.AGENT_ROLE, 'cyborg-agent',
+                                      'cmp-1')
+
+    def signed(self, sender, key_of=None, target=None, message=MESSAGE):
+        target = target or signing.target_of(TOPIC)
+        key_list = self.store.keys(key_of or signing.sender_key_identity(
+            sender, target))
+        return signing.sign(key_list, sender, target, CTXT, message)
+
+    def refused(self, verifier, ctxt, message=MESSAGE):
+        return self.assertRaises(signing.Refused, verifier.verify, ctxt,
+                                 message)
+
+    def test_a_host_is_proven_by_its_own_key_only(self):
+        sender, signed = self.conductor.verify(self.signed('host:cmp-1'),
+                                               MESSAGE)
+        self.assertEqual('host:cmp-1', sender)
+        self.assertEqual(CTXT, signed)
+        error = self.refused(self.conductor, self.signed(
+            'host:cmp-2', key_of='host:cmp-1'))
+        self.assertEqual(('host:cmp-2', None), (error.claimed, error.proven))
+
+    def test_anything_changed_after_signing_is_refused(self):
+        ctxt = self.signed('host:cmp-1')
+        for changed in (dict(MESSAGE, method='arq_delete'),
+                        dict(MESSAGE, args={'hostname': 'cmp-2'}),
+                        dict(MESSAGE, version='1.0')):
+            self.refused(self.conductor, ctxt, changed)
+        self.refused(self.conductor, dict(ctxt, roles=['admin', 'x']))
+
+    def test_a_message_is_taken_once_and_only_while_fresh(self):
+        ctxt = self.signed('host:cmp-1')
+        self.conductor.verify(ctxt, MESSAGE)
+        self.assertEqual('replayed message',
+                         self.refused(self.conductor, ctxt).reason)
+        now = time.time()
+        self.useFixture(fixtures.MockPatch('time.time',
+                                           return_value=now - 3600))
+        old = self.signed('host:cmp-1')
+        self.useFixture(fixtures.MockPatch('time.time', return_value=now))
+        self.assertIn('window', self.refused(self.conductor, old).reason)
+
+    def test_malformed_signatures_are_refused(self):
+        good = self.signed('host:cmp-1')
+        for auth in ({}, {'sender': ['host:cmp-1']}, 'x',
+                     dict(good[signing.AUTH], sender=['x']),
+                     dict(good[signing.AUTH], context=[['x']]),
+                     dict(good[signing.AUTH], sender='host:../../etc')):
+            self.refused(self.conductor, dict(good, **{signing.AUTH: auth}))
+
+    def test_unsigned_only_while_upgrading(self):
+        self.refused(self.conductor, dict(CTXT))
+        self.flags(require_signed=False, group='security')
+        self.assertEqual((None, CTXT), self.conductor.verify(dict(CTXT),
+                                                             MESSAGE))
+        # A signature that does not verify is refused all the same.
+        self.refused(self.conductor, self.signed('api', key_of='host:cmp-1'))
+
+    def test_an_agent_takes_only_the_conductor_with_its_own_key(self):
+        to_cmp1 = signing.target_of('cyborg-agent', 'cmp-1')
+        sender, _ = self.agent.verify(self.signed(
+            keys.CONDUCTOR, target=to_cmp1), MESSAGE)
+        self.assertEqual(keys.CONDUCTOR, sender)
+        # Signed for another host, or by a host, or by the API.
+        self.refused(self.agent, self.signed(
+            keys.CONDUCTOR, target=signing.target_of('cyborg-agent',
+                                                     'cmp-2')))
+        self.refused(self.agent, self.signed(
+            keys.CONDUCTOR, key_of='host:cmp-2', target=to_cmp1))
+        for sender in ('host:cmp-1', keys.API):
+            self.refused(self.agent, self.signed(sender, key_of='host:cmp-1',
+                                                 target=to_cmp1))
+
+    def test_the_conductor_cannot_sign_a_message_to_every_host(self):
+        self.assertRaises(exception.RPCKeyMissing,
+                          signing.sender_key_identity, keys.CONDUCTOR,
+                          signing.target_of('cyborg-agent', fanout=True))
+
+    def test_rotation_keeps_both_sides_talking(self):
+        # The conductor's copy has the new key first; the host's not yet.
+        ctxt = self.signed('host:cmp-1')
+        keys.rotate(self.dir, 'host:cmp-1')
+        self.conductor.verify(ctxt, MESSAGE)
+        old, new = keys.read(os.path.join(self.dir, 'host.cmp-1.key'))
+        ctxt = signing.sign([new], 'host:cmp-1', signing.target_of(TOPIC),
+                            CTXT, MESSAGE)
+        self.conductor.verify(ctxt, MESSAGE)
+        keys.retire(self.dir, 'host:cmp-1')
+        ctxt = signing.sign([old], 'host:cmp-1', signing.target_of(TOPIC),
+                            CTXT, MESSAGE)
+        self.refused(self.conductor, ctxt)
+
+    def test_host_methods_are_the_proven_hosts_and_the_rest_the_apis(self):
+        manager = conductor_manager.ConductorManager
+        args = {'hostname': 'cmp-1', 'uuids': ['x']}
+        self.conductor.authorize('host:cmp-1', 'report_data',
+                                 manager.report_data, args)
+        error = self.assertRaises(
+            signing.Refused, self.conductor.authorize, 'host:cmp-2',
+            'report_data', manager.report_data, args)
+        self.assertEqual(('host:cmp-1', 'host:cmp-2'),
+                         (error.claimed, error.proven))
+        hello = host_obj.AgentHello(hostname='cmp-1')
+        self.conductor.authorize('host:cmp-1', 'agent_hello',
+                                 manager.agent_hello, {'hello': hello})
+        self.assertRaises(signing.Refused, self.conductor.authorize,
+                          keys.API, 'agent_hello', manager.agent_hello,
+                          {'hello': hello})
+        self.conductor.authorize(keys.API, 'device_profile_delete',
+                                 manager.device_profile_delete, args)
+        self.assertRaises(signing.Refused, self.conductor.authorize,
+                          'host:cmp-1', 'device_profile_delete',
+                          manager.device_profile_delete, args)
+
+
+class _Conductor:
+
+    target = messaging.Target(version='1.6')
+
+    def __init__(self):
+        self.calls = []
+
+    @signing.host_method('hostname')
+    def agent_heartbeat(self, context, hostname):
+        self.calls.append(('agent_heartbeat', hostname))
+
+    @signing.host_method('hello', 'hostname')
+    def agent_hello(self, context, hello):
+        self.calls.append(('agent_hello', hello.hostname))
+        return True
+
+    @signing.host_method('hostname')
+    def report_data(self, context, hostname, **_kwargs):
+        self.calls.append(('report_data', hostname))
+        return 'ok'
+
+    def arq_delete(self, context, **kwargs):
+        self.calls.append(('arq_delete', kwargs))
+
+
+class _Agent:
+
+    target = messaging.Target(version='1.4')
+
+    def __init__(self):
+        self.calls = []
+
+    def get_hardware(self, context):
+        self.calls.append('get_hardware')
+        return []
+
+
+class OverTheBusTest(base.TestCase):
+    """A conductor and an agent served on the in-process transport."""
+
+    def setUp(self):
+        super().setUp()
+        self.messaging = self.useFixture(cyborg_fixtures.Messaging(
+            self, self.conf, 'fake'))
+        self.conductor = _Conductor()
+        cyborg_fixtures.start_rpc_service(self, self.conductor,
+                                          rpc.CONDUCTOR_TOPIC, 'ctl-1')
+        self.agent = _Agent()
+        cyborg_fixtures.start_rpc_service(self, self.agent, rpc.AGENT_TOPIC,
+                                          'cmp-1')
+        self.ctx = context.get_admin_context()
+        self.api = conductor_rpcapi.ConductorAPI()
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.security'))
+
+    def test_an_agent_reports_as_itself_and_the_api_as_the_api(self):
+        self.assertEqual('ok', self.api.report_data(self.ctx, 'cmp-1', [],
+                                                    'h', report_seq=1))
+        self.api.arq_delete(self.ctx, arq_uuids=['a'])
+        self.assertEqual('report_data', self.conductor.calls[0][0])
+        self.assertEqual('arq_delete', self.conductor.calls[1][0])
+        self.assertEqual([], agent_rpcapi.AgentAPI().get_hardware(
+            self.ctx, 'cmp-1'))
+
+    def test_a_host_for_another_or_for_the_api_is_refused_and_logged(self):
+        client = self.api.client.prepare(version='1.6')
+        with signing.sending_as('host:cmp-1'):
+            self.assertRaises(exception.RPCRefused, client.call, self.ctx,
+                              'report_data', hostname='cmp-2', devices=[],
+                              report_hash='h')
+            self.assertRaises(exception.RPCRefused, client.call, self.ctx,
+                              'arq_delete', arq_uuids=['a'])
+        self.assertEqual([], self.conductor.calls)
+        self.assertIn('SECURITY: conductor refused RPC report_data: '
+                      'report_data about host cmp-2 (claimed sender '
+                      'host:cmp-2, proven sender host:cmp-1)',
+                      self.logs.output)
+        self.assertIn('arq_delete is for the API only', self.logs.output)
+
+    def test_the_agent_refuses_a_host_or_the_api(self):
+        client = agent_rpcapi.AgentAPI().client.prepare(server='cmp-1')
+        for sender in ('host:cmp-1', keys.API):
+            with signing.sending_as(sender):
+                self.assertRaises(exception.RPCRefused, client.call,
+                                  self.ctx, 'get_hardware')
+        self.assertEqual([], self.agent.calls)
+
+    def test_upgrade_unsigned_peers_are_taken_and_logged_then_refused(self):
+        self.flags(require_signed=False, group='security')
+        # An API of the release before: it has no key.
+        self.messaging.keys.create_missing = False
+        self.assertFalse(os.path.exists(os.path.join(
+            self.messaging.key_dir, 'api.key')))
+        self.api.arq_delete(self.ctx, arq_uuids=['a'])
+        self.assertEqual(1, len(self.conductor.calls))
+        self.assertIn('Accepting unsigned RPC messages (first: arq_delete',
+                      self.logs.output)
+        self.flags(require_signed=True, group='security')
+        self.assertRaises(exception.RPCKeyMissing, self.api.arq_delete,
+                          self.ctx, arq_uuids=['a'])
+
+
+class KeysCommandTest(base.TestCase):
+
+    def test_create_then_broker_commands(self):
+        key_dir = os.path.join(self.useFixture(fixtures.TempDir()).path, 'k')
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        self.assertEqual(0, status.main(['keys', 'create', '--api', '--host',
+                                         'cmp-1', '--key-dir', key_dir]))
+        self.assertEqual(['api.key', 'host.cmp-1.key'],
+                         sorted(os.listdir(key_dir)))
+        self.assertEqual(1, status.main(['keys', 'create', '--host', '../x',
+                                         '--key-dir', key_dir]))
+        self.assertEqual(2, status.main(['keys', 'create', '--key-dir',
+                                         key_dir]))
+
+    def test_a_host_user_reads_only_its_own_queues(self):
+        configure, write, read, topic_write, topic_read = (
+            broker.permissions('agent', 'cmp-1'))
+        for name in ('cyborg-agent.cmp-1', 'cyborg-agent', 'cyborg',
+                     'reply_0a1b', 'cyborg-agent_fanout_0a1b'):
+            self.assertTrue(re.match(read, name), name)
+        for name in ('cyborg-agent.cmp-2', 'cyborg-agent.cmp-1x',
+                     'cyborg-conductor', 'cyborg-conductor.ctl-1',
+                     'cyborg-agent_fanout_x.y'):
+            self.assertIsNone(re.match(read, name), name)
+            self.assertIsNone(re.match(configure, name), name)
+        self.assertTrue(re.match(topic_write, 'cyborg-conductor'))
+        self.assertIsNone(re.match(topic_write, 'cyborg-agent.cmp-2'))
