@@ -36,6 +36,14 @@ def _pci(bus, function=0):
                        'function': str(function)}, sort_keys=True)
 
 
+def _mdev(bus, asked_type, index):
+    """An MDEV handle as upstream's NVIDIA driver records it: the GPU's
+    address, the vGPU type and a mark per handle."""
+    return json.dumps(dict(json.loads(_pci(bus)), asked_type=asked_type,
+                           vgpu_mark='%s_%d' % (asked_type, index)),
+                      sort_keys=True)
+
+
 # (host, type, vendor, model, bus, rc, num, traits, attach type, handles)
 DEVICES = (
     (HOSTS[0], 'GPU', '10de', '1eb8', 'af', 'PGPU', 1,
@@ -73,8 +81,7 @@ def add_devices(conn, ctx):
             'deployable_id': deployable.id, 'cpid_id': cpid.id,
             'attach_type': attach_type, 'in_use': False,
             'attach_info': _pci(bus, i) if attach_type == 'PCI' else
-            json.dumps({'asked_type': 'nvidia-2b', 'vgpu_mark': 'nvidia-2b_%d'
-                        % i})}) for i in range(handles)]
+            _mdev(bus, 'nvidia-2b', i)}) for i in range(handles)]
         written.append({
             'uuid': device.uuid, 'hostname': host, 'type': dev_type,
             'vendor': vendor, 'model': model,
