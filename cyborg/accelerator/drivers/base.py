@@ -209,7 +209,7 @@ class SysfsPciDriver(AcceleratorDriver):
         when it changes."""
         functions = {f.address: f
                      for f in self.reader.functions(self.vendors)}
-        checker = passthrough.Checker(
+        checker = self._checker = passthrough.Checker(
             self.reader, self.conf.agent.allow_no_iommu_group)
         for function in self.candidates(functions):
             self._declined = []
@@ -263,6 +263,14 @@ class SysfsPciDriver(AcceleratorDriver):
             own = refused.get(function.address) or passthrough.Refusal(
                 'none of its functions can be handed to a VM', None)
             raise NotReady(own.reason, action=own.action)
+
+    def refusal(self, function, together=()):
+        """Why a VM cannot have ``function``, handed out with the
+        addresses in ``together`` (a :class:`passthrough.Refusal`), or
+        None when it can: what :meth:`build_device` asks before it
+        changes anything on a function, so that nothing is written to one
+        that will not be offered."""
+        return self._checker.check(function, together)
 
     def decline(self, function, reason, action=None):
         """Leave out ``function``, a part of the device being built (a
