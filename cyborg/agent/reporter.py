@@ -136,6 +136,18 @@ def _supported_version(error, obj):
     return found.group(1)
 
 
+def _backported(error, hardware):
+    """``hardware`` (HardwareFunctions) as primitives of the version the
+    conductor that answered ``error`` knows, when it refused theirs as
+    too new; else None."""
+    supported = _supported_version(error, hardware[0]) if hardware else None
+    if supported is None:
+        return None
+    LOG.info('The conductor knows HardwareFunction %s only; sending the '
+             'hardware list as that version', supported)
+    return [f.obj_to_primitive(target_version=supported) for f in hardware]
+
+
 class Reporter:
     """One agent's reports to the conductor.
 
@@ -298,9 +310,11 @@ class Reporter:
         """``report_data`` with the report's sequence and hardware; a
         conductor of an older release gets what it knows: the report
         without hardware (then hashed without it, as the conductor
-        keeps it), or without a sequence either. Returns the answer, the
-        hash sent and the hardware sent (None: none)."""
+        keeps it), or without a sequence either; one that knows an older
+        HardwareFunction gets the list as that version. Returns the
+        answer, the hash sent and the hardware sent (None: none)."""
         timeout = self._call_timeout()
+        wire = hardware
         while True:
             level = self._level
             if hardware is None:
@@ -311,12 +325,18 @@ class Reporter:
             if level >= SEQUENCE:
                 extra['report_seq'] = self._seq_for(digest)
             if hardware is not None:
-                extra['hardware'] = hardware
+                extra['hardware'] = wire
             try:
                 return self.conductor.report_data(
                     context, self.host, devices, digest, timeout=timeout,
                     **extra), digest, hardware
             except messaging.RemoteError as e:
+                older = (_backported(e, hardware)
+                         if hardware is not None and wire is hardware
+                         else None)
+                if older is not None:
+                    wire = older
+                    continue
                 if e.exc_type != 'UnsupportedVersion' or level == PLAIN:
                     raise
             LOG.info('The conductor takes reports without %s only; sending '

@@ -8,9 +8,9 @@ from cyborg.cli import output
 
 #: The microversion that brought ``/v2/hardware``.
 VERSION = '2.6'
-FIELDS = ('host', 'address', 'vendor_id', 'product_id', 'kernel_driver',
-          'driver', 'offered', 'reason', 'action', 'setup_required',
-          'reboot_required')
+FIELDS = ('host', 'address', 'vendor_id', 'product_id', 'name',
+          'kernel_driver', 'driver', 'offered', 'reason', 'action',
+          'setup_required', 'reboot_required')
 
 
 class ListHardware(lister.Lister):

@@ -6,20 +6,23 @@ from cyborg.db import api as db_api
 from cyborg.db import models
 
 #: The columns a HardwareFunction fills, in the order the API shows them.
-COLUMNS = ('address', 'vendor_id', 'product_id', 'kernel_driver', 'driver',
-           'offered', 'reason', 'action', 'setup_required',
+COLUMNS = ('address', 'vendor_id', 'product_id', 'name', 'kernel_driver',
+           'driver', 'offered', 'reason', 'action', 'setup_required',
            'reboot_required')
 
 
 def replace(context, host_id, functions):
     """Make the host's rows those of ``functions`` (HardwareFunctions),
     inside the caller's writer transaction; only rows that differ are
-    written. Returns whether anything changed."""
+    written. Returns whether anything changed. A field an agent of an
+    older release does not send (``name`` before HardwareFunction 1.1)
+    is stored as null."""
     rows = {(r.driver, r.address): r for r in context.session.query(
         models.HostHardware).filter_by(host_id=host_id)}
     changed = False
     for function in functions:
-        values = {c: getattr(function, c) for c in COLUMNS}
+        values = {c: getattr(function, c) if function.obj_attr_is_set(c)
+                  else None for c in COLUMNS}
         row = rows.pop((function.driver, function.address), None)
         if row is None:
             context.session.add(models.HostHardware(host_id=host_id,

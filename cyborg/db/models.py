@@ -99,6 +99,7 @@ class HostHardware(Base):
     address = sa.Column(sa.String(255), nullable=False)
     vendor_id = sa.Column(sa.String(16))
     product_id = sa.Column(sa.String(16))
+    name = sa.Column(sa.String(255))
     kernel_driver = sa.Column(sa.String(64))
     driver = sa.Column(sa.String(255), nullable=False)
     offered = sa.Column(sa.Boolean, nullable=False)

@@ -7,7 +7,12 @@ id and metadata their FPGA management engine shows. NVIDIA GPUs bound to
 ``nvidia``: the ``information`` file the driver keeps for each GPU in
 ``/proc/driver/nvidia/gpus/<address>/`` (model, GPU UUID, VBIOS, GSP
 firmware) and the GPU instances of MIG in
-``/proc/driver/nvidia/capabilities/gpu<minor>/mig/``. ``proc`` is the
+``/proc/driver/nvidia/capabilities/gpu<minor>/mig/`` (the driver's files
+do not say whether MIG mode is on: the ``information`` file has no such
+line, and a ``gi*`` directory exists only for a GPU instance made; the
+mode is known only through NVML, which cyborg does not call, so there is
+no MIG mode key). Intel QAT cards (4xxx and later): the state and the
+services the ``qat/`` directory of the PF shows. ``proc`` is the
 directory beside the sysfs root, as for :mod:`passthrough`. Nothing here
 writes or runs anything; a file that is missing leaves its keys out.
 """
@@ -68,6 +73,15 @@ INTEL_FPGA_FILES = {
 }
 
 
+#: Files of an Intel QAT PF (the kernel's qat_4xxx and later): whether
+#: it is up, and the services it runs (``sym;asym``, ``dc``...).
+INTEL_QAT_FILES = {
+    'qat_state': ('qat/state',),
+    'qat_services': ('qat/cfg_services',),
+}
+INTEL_FILES = dict(INTEL_FPGA_FILES, **INTEL_QAT_FILES)
+
+
 def _files(reader, function, table):
     found = {}
     for key, patterns in table.items():
@@ -97,7 +111,7 @@ def board_info(reader, function, names=None):
     if function.vendor == NVIDIA:
         info.update(_nvidia(passthrough.proc_root(reader.root), function))
     elif function.vendor == INTEL:
-        info.update(_files(reader, function, INTEL_FPGA_FILES))
+        info.update(_files(reader, function, INTEL_FILES))
     return info
 
 

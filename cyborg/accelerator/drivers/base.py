@@ -121,14 +121,16 @@ class NotReady(Exception):
 
 
 def hardware_entry(address, device=None, not_ready=None, function=None,
-                   vendor_id=None, product_id=None):
+                   vendor_id=None, product_id=None, name=None):
     """One row of a hardware listing (the seed's driver GET /hardware):
-    the function at ``address`` (a PciFunction, when read from sysfs),
-    offered as ``device`` or not offered for ``not_ready``."""
+    the function at ``address`` (a PciFunction, when read from sysfs)
+    named ``name`` (by default the device's model), offered as
+    ``device`` or not offered for ``not_ready``."""
     return {'address': str(address), 'device': device,
             'ready': not_ready is None,
             'vendor_id': function.vendor if function else vendor_id,
             'product_id': function.product if function else product_id,
+            'name': name or (device.model if device is not None else None),
             'kernel_driver': function.driver if function else None,
             'setup_required': bool(not_ready and not_ready.setup_required),
             'reboot_required': bool(not_ready and
@@ -207,7 +209,7 @@ class SysfsPciDriver(AcceleratorDriver):
         when it changes."""
         functions = {f.address: f
                      for f in self.reader.functions(self.vendors)}
-        checker = passthrough.Checker(
+        checker = self._checker = passthrough.Checker(
             self.reader, self.conf.agent.allow_no_iommu_group)
         for function in self.candidates(functions):
             self._declined = []
@@ -262,6 +264,14 @@ class SysfsPciDriver(AcceleratorDriver):
                 'none of its functions can be handed to a VM', None)
             raise NotReady(own.reason, action=own.action)
 
+    def refusal(self, function, together=()):
+        """Why a VM cannot have ``function``, handed out with the
+        addresses in ``together`` (a :class:`passthrough.Refusal`), or
+        None when it can: what :meth:`build_device` asks before it
+        changes anything on a function, so that nothing is written to one
+        that will not be offered."""
+        return self._checker.check(function, together)
+
     def decline(self, function, reason, action=None):
         """Leave out ``function``, a part of the device being built (a
         VF, say), for ``reason``: it is listed in the hardware, not
@@ -270,14 +280,19 @@ class SysfsPciDriver(AcceleratorDriver):
                                                          action=action)))
 
     def survey(self):
+        """As :meth:`AcceleratorDriver.survey`; every function, offered
+        or not, is named from the PCI ID database as ``lspci`` names it
+        on this host."""
         devices, hardware, seen = [], [], set()
+        names = pciids.database(self.conf)
         for function, device, not_ready in self._scan():
             if device is not None:
                 devices.append(device)
             if function.address not in seen:
                 seen.add(function.address)
-                hardware.append(hardware_entry(function.address, device,
-                                               not_ready, function))
+                hardware.append(hardware_entry(
+                    function.address, device, not_ready, function,
+                    name=names.name(function.vendor, function.product)))
         return devices, hardware
 
     def discover(self):

@@ -184,10 +184,15 @@ class CapturedHostTest(testtools.TestCase):
                          sorted(rows))
         self.assertEqual([], [a for a, r in rows.items() if r['offered']])
         gpu = rows['0000:00:06.0']
-        self.assertEqual(('nvidia_gpu_driver', '2330', 'nvidia'),
+        # Named from pci.ids (the trimmed Debian copy configured) although
+        # it is not offered.
+        self.assertEqual(('nvidia_gpu_driver', '2330', 'nvidia',
+                          'NVIDIA Corporation GH100[H100 SXM5 80GB]', False),
                          (gpu['driver'], gpu['product_id'],
-                          gpu['kernel_driver']))
+                          gpu['kernel_driver'], gpu['name'], gpu['offered']))
         self.assertIn('no IOMMU group', gpu['reason'])
         self.assertIn('intel_iommu=on', gpu['action'])
         self.assertIn('eth0 is up', rows['0000:00:03.0']['reason'])
+        self.assertEqual('Red Hat, Inc. Virtio 1.0 network device',
+                         rows['0000:00:03.0']['name'])
         self.assertEqual([], self.get('/v2/devices').json()['devices'])

@@ -39,7 +39,8 @@ def get_test_function(address='0000:3b:00.0', offered=False, **values):
     """A HardwareFunction: by default a GPU the vGPU host driver runs."""
     fields = dict(
         address=address, vendor_id='10de', product_id='1eb8',
-        kernel_driver='nvidia', driver='nvidia_gpu_driver', offered=offered,
+        name='NVIDIA Corporation TU104GL [Tesla T4]', kernel_driver='nvidia',
+        driver='nvidia_gpu_driver', offered=offered,
         reason=None if offered else 'the vGPU host driver manages it',
         action=None if offered else 'enable one of its types',
         setup_required=not offered, reboot_required=False)
@@ -813,6 +814,7 @@ class _ReportingTests:
         gpu = get_test_function()
         nic = get_test_function(
             '0000:18:00.0', vendor_id='8086', product_id='1572',
+            name='Intel Corporation Ethernet Controller X710 for 10GbE SFP+',
             kernel_driver='i40e', driver='intel_nic_driver',
             reason='the host runs it', action='map it')
         digest, accepted = self.report(devices, 1, [gpu, nic])
@@ -845,6 +847,14 @@ class _ReportingTests:
         self.assertEqual(['0000:18:00.0'], [
             r['address'] for r in db_hardware.get_all(self.ctx,
                                                       self.hostname)])
+
+    def test_a_function_without_a_name_is_kept_unnamed(self):
+        # An agent of the previous release sends HardwareFunction 1.0.
+        old = get_test_function()
+        del old.name
+        self.report([get_test_device(self.hostname)], 1, [old])
+        [row] = db_hardware.get_all(self.ctx, self.hostname)
+        self.assertEqual(('1eb8', None), (row['product_id'], row['name']))
 
     def test_a_report_without_hardware_keeps_the_list(self):
         devices = [get_test_device(self.hostname)]

@@ -4,6 +4,7 @@ from oslo_versionedobjects import fixture
 
 from cyborg.objects import base
 from cyborg.objects import driver_device
+from cyborg.objects import hardware
 from cyborg.objects import host
 from cyborg.tests import base as test_base
 
@@ -17,7 +18,7 @@ EXPECTED_FINGERPRINTS = {
     'DriverControlPathID': '1.0-e14d12caa861fca270a0f0b29a60964e',
     'DriverDeployable': '1.0-9fd489b3c94b538c213f3565e0f72528',
     'DriverDevice': '1.0-3cec4fec775dfd6c1266982623c82c4d',
-    'HardwareFunction': '1.0-7ea6de9d4fb578055ed5d0e1adc202d5',
+    'HardwareFunction': '1.1-a85c57fa7815ac519d9271ed32acc00f',
     'Host': '1.1-03f5e34730d717bcf3e920a117ecbad2',
     'HostDriver': '1.0-1883f7a43944ab414364ca08cd9aeadc',
 }
@@ -94,6 +95,20 @@ class SerializationTest(test_base.TestCase):
                                                                 primitive)
         self.assertEqual(2, back.report_generation)
         self.assertFalse(back.obj_attr_is_set('report_seq'))
+
+    def test_hardware_function_1_0_has_no_name(self):
+        row = hardware.HardwareFunction(
+            address='0000:00:06.0', vendor_id='10de', product_id='2330',
+            name='NVIDIA Corporation GH100[H100 SXM5 80GB]',
+            kernel_driver='nvidia', driver='nvidia_gpu_driver',
+            offered=False, reason='it has no IOMMU group', action=None)
+        primitive = row.obj_to_primitive(target_version='1.0')
+        self.assertNotIn('name', primitive['cyborg_object.data'])
+        # What a conductor gets from an agent of the previous release.
+        back = base.CyborgObjectSerializer().deserialize_entity(None,
+                                                                primitive)
+        self.assertEqual('2330', back.product_id)
+        self.assertFalse(back.obj_attr_is_set('name'))
 
     def test_bad_enum_values_are_refused(self):
         self.assertRaises(ValueError, host.HostDriver, name='x',

@@ -191,14 +191,16 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
     def _vendor_vgpu(self, function, vfs, type_id):
         """Vendor-specific VFIO: the VFs of ``function`` that carry vGPU
         type ``type_id``, after giving it to the free VFs that can take
-        it."""
+        it and that a VM can have (nothing is written to one it cannot:
+        no IOMMU group, a group shared with the host's devices)."""
         number = vgpu_type_number(type_id)
         if number is None:
             raise base.NotReady(
                 'its VFs take vGPU types by number; name the type '
                 'nvidia-<number> (from the VFs\' nvidia/creatable_vgpu_types)'
                 ' in [gpu_devices] enabled_vgpu_types')
-        handles = []
+        handles, refused = [], None
+        together = [vf.address for vf in vfs]
         for vf in vfs:
             try:
                 state = self.reader.vendor_vgpu(vf.address)
@@ -208,9 +210,8 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
                 continue
             if state is None:
                 continue
-            current = state.current
-            if current == 0 and number in state.creatable:
-                current = self._carve(vf, number)
+            current, refusal = self._give_type(vf, state, number, together)
+            refused = refusal or refused
             if current == number:
                 handles.append(records.pci_handle(vf.address))
             elif current:
@@ -219,6 +220,9 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
                                  function.address, current, number),
                              'remove its vGPU type (write 0 to '
                              'nvidia/current_vgpu_type)')
+        if not handles and refused is not None:
+            raise base.NotReady('no VF was given vGPU type %d: %s' % (
+                number, refused.reason), action=refused.action)
         if not handles:
             raise base.NotReady(
                 'no VF can take vGPU type %d now (nvidia/creatable_vgpu_types'
@@ -229,6 +233,20 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
                                       number)]
         return records.deployable(self.host, function.address, VGPU, traits,
                                   handles, driver_name=DRIVER_NAME)
+
+    def _give_type(self, vf, state, number, together):
+        """``(type, refusal)``: the vGPU type ``vf`` (whose vendor vGPU
+        state is ``state``) carries once given type ``number`` if it is
+        free and can take it. A free VF that a VM cannot have, handed out
+        with the VFs in ``together``, is declined and left free: nothing
+        is written to it, and the Refusal says why."""
+        if state.current != 0 or number not in state.creatable:
+            return state.current, None
+        refusal = self.refusal(vf, together)
+        if refusal is not None:
+            self.decline(vf, refusal.reason, refusal.action)
+            return 0, refusal
+        return self._carve(vf, number), None
 
     def _carve(self, vf, number):
         """Give the free ``vf`` vGPU type ``number``; the type it carries

@@ -4,6 +4,7 @@ import errno
 import json
 import os
 import uuid
+from unittest import mock
 
 import fixtures
 
@@ -350,6 +351,51 @@ class VendorVgpuTest(sysfs.SysfsTestCase):
         self.assertIn('Could not give VF %s vGPU type 1414: [Errno 16]'
                       % (vf1,), self.logs.output)
         self.assertEqual('0', self.current(vf1))
+
+    def record_writes(self):
+        """The privileged vGPU type writes, still made in-process."""
+        return self.useFixture(fixtures.MockPatchObject(
+            privileged, 'set_vgpu_type',
+            side_effect=privileged.set_vgpu_type)).mock
+
+    def drop_iommu_group(self, address):
+        os.unlink(os.path.join(self.tree.function_dir(address),
+                               'iommu_group'))
+
+    def test_no_write_on_a_host_without_an_iommu(self):
+        for address in [self.GPU] + self.vfs:
+            self.drop_iommu_group(address)
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.MIG_1G])
+        writes = self.record_writes()
+        self.configure()
+        self.assertEqual([], self.discover())
+        hardware = {h['address']: h for h in nvidia.NvidiaGpuDriver(
+            self.conf).hardware()}
+        self.assertEqual([], writes.call_args_list)
+        self.assertEqual(['0'] * 4, [self.current(vf) for vf in self.vfs])
+        gpu = hardware[self.GPU]
+        self.assertFalse(gpu['ready'])
+        self.assertIn('no VF was given vGPU type 1414: it has no IOMMU '
+                      'group', gpu['reason'])
+        self.assertIn('intel_iommu=on', gpu['action'])
+        for vf in self.vfs:
+            self.assertIn('no IOMMU group', hardware[str(vf)]['reason'])
+
+    def test_only_the_vfs_a_vm_can_have_are_carved(self):
+        vf0, vf1, vf2, vf3 = self.vfs
+        self.drop_iommu_group(vf1)
+        for vf in self.vfs:
+            sysfs.add_vendor_vgpu(self.tree, vf, [self.MIG_1G])
+        writes = self.record_writes()
+        self.configure()
+        [device] = self.discover()
+        self.assertEqual([str(vf0), str(vf2), str(vf3)],
+                         self.handle_addresses(device.deployable_list[0]))
+        self.assertEqual([mock.call(str(vf), 1414) for vf in (vf0, vf2, vf3)],
+                         writes.call_args_list)
+        self.assertEqual(['1414', '0', '1414', '1414'],
+                         [self.current(vf) for vf in self.vfs])
 
     def test_sriov_not_enabled_says_how_to_enable_it(self):
         self.tree.add_card('h200_sxm', '0000:c1:00.0')

@@ -1,5 +1,7 @@
 """intel_qat_driver against sysfs trees."""
 
+import json
+
 from cyborg.accelerator.drivers.qat import intel
 from cyborg.tests.unit.accelerator import sysfs
 
@@ -55,6 +57,13 @@ class IntelQatDriverTest(sysfs.SysfsTestCase):
             {'6b': ['CUSTOM_QAT_COMPRESSION', 'CUSTOM_QAT_PRODUCT_ID_4940'],
              '70': ['CUSTOM_QAT_CRYPTO', 'CUSTOM_QAT_PRODUCT_ID_4940']},
             traits)
+        # What the qat/ files say, in vendor_board_info too.
+        info = {d.controlpath_id.cpid_info[9:11]:
+                json.loads(d.vendor_board_info) for d in self.discover()}
+        self.assertEqual(('up', 'dc'), (info['6b']['qat_state'],
+                                        info['6b']['qat_services']))
+        self.assertEqual('sym;asym', info['70']['qat_services'])
+        self.assertNotIn('qat_state', info['70'])
         hardware = intel.IntelQatDriver(self.conf).hardware()
         reasons = {h['address']: h['reason'] for h in hardware}
         self.assertIn('down', reasons['0000:75:00.0'])

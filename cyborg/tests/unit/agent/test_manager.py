@@ -7,6 +7,7 @@ import os
 import shutil
 
 import oslo_messaging as messaging
+from oslo_versionedobjects import exception as ovo_exception
 
 from cyborg.agent import reporter as agent_reporter
 from cyborg.agent import state as agent_state
@@ -316,6 +317,36 @@ class ReportSequenceTest(base.AgentTestCase):
         self.assertEqual(['hello', 'report'], self.conductor.take_calls())
         self.assertEqual(2, len(self.conductor.hardware))
         self.assertEqual(1, len(refused))
+
+    def test_a_conductor_knowing_an_older_hardware_function_gets_it(self):
+        """A conductor that knows HardwareFunction 1.0 only refuses 1.1
+        (as oslo.versionedobjects does, in a RemoteError): the list goes
+        again as 1.0, without the names."""
+        refused = []
+        report_data = self.conductor.report_data
+
+        def knows_1_0(context, hostname, devices, report_hash,
+                      report_seq=None, hardware=None, timeout=None):
+            if hardware and not isinstance(hardware[0], dict):
+                refused.append(hardware[0].VERSION)
+                raise messaging.RemoteError(
+                    'IncompatibleObjectVersion',
+                    str(ovo_exception.IncompatibleObjectVersion(
+                        objname='HardwareFunction',
+                        objver=hardware[0].VERSION, supported='1.0')))
+            return report_data(context, hostname, devices, report_hash,
+                               report_seq=report_seq, hardware=hardware,
+                               timeout=timeout)
+
+        self.conductor.report_data = knows_1_0
+        agent = self.started_agent()
+        self.assertEqual(['1.1'], refused)
+        self.assertEqual(self.conductor.report_hash,
+                         agent.reporter.accepted_hash)
+        sent = self.conductor.hardware
+        self.assertEqual(2, len(sent))
+        self.assertEqual({'1.0'}, {h['cyborg_object.version'] for h in sent})
+        self.assertNotIn('name', sent[0]['cyborg_object.data'])
 
 
 class StateFileTest(base.AgentTestCase):
