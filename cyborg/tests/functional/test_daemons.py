@@ -51,7 +51,10 @@ class _Daemons:
                         # directory.
                         'state_path': self.tmp},
             'database': {'connection': self.db.url},
-            'agent': {'heartbeat_interval': 1},
+            # One state file per host: an agent locks its own.
+            'agent': {'heartbeat_interval': 1,
+                      'state_file': os.path.join(
+                          self.tmp, 'agent-state-%s.json' % host)},
             'conductor': {'host_down_timeout': 3,
                           'liveness_check_interval': 1},
             # Each daemon's keys, made as an operator makes them.

@@ -2,6 +2,7 @@
 
 import threading
 
+from cyborg.common import rpc
 from cyborg.common import service
 from cyborg.tests import base
 from cyborg.tests import fixtures
@@ -49,7 +50,8 @@ class PeriodicTaskTest(base.TestCase):
                 self.calls += 1
 
         self.useFixture(fixtures.Messaging(self, self.conf))
-        svc = fixtures.start_rpc_service(self, Manager(), 'topic', 'h')
+        svc = fixtures.start_rpc_service(self, Manager(), rpc.AGENT_TOPIC,
+                                         'h')
         [timer] = svc.timers
         svc.stop()
         timer.join(30)

@@ -215,7 +215,9 @@ class _AdoptionTests:
         gpu = self.written['devices'][0]
         instance = '6f1c8e2a-3b4d-4e5f-8a9b-0c1d2e3f4a5b'
         bound = self.patch('/v2/accelerator_requests', {arq['uuid']: [
-            {'op': 'add', 'path': '/hostname', 'value': 'compute-a'},
+            # Nova names the host as its agent does; a bind naming
+            # another host is refused.
+            {'op': 'add', 'path': '/hostname', 'value': gpu['hostname']},
             {'op': 'add', 'path': '/device_rp_uuid',
              'value': gpu['deployable']['rp_uuid']},
             {'op': 'add', 'path': '/instance_uuid', 'value': instance}]},

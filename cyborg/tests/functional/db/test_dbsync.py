@@ -9,6 +9,7 @@ import sys
 import fixtures
 import sqlalchemy as sa
 
+from cyborg.common import keys
 from cyborg.db import migration
 from cyborg.db import models
 from cyborg.tests import base
@@ -42,6 +43,10 @@ class _CommandLineTests:
             # cyborg-status also checks the (real, test) Placement.
             f.write('[placement]\nauth_type = admin_token\ntoken = admin\n'
                     'endpoint = %s\n' % placement_fixture.endpoint())
+            # and the API's RPC key, which a deployment has.
+            key_dir = os.path.join(self.tmp, 'keys')
+            keys.create(key_dir, keys.API)
+            f.write('[security]\nkey_dir = %s\n' % key_dir)
         return path
 
     def run_command(self, command, *argv, config_file=None):
