@@ -38,24 +38,20 @@ def build_tree(root):
     return tree
 
 
-class HardwareTest(testtools.TestCase):
+class _AioTest(testtools.TestCase):
+    """A ``cyborg-aio`` of the test's own on ``sysfs_root`` (a tree or a
+    capture file), started by :meth:`start_aio`."""
 
-    def setUp(self):
-        super().setUp()
-        tmp = self.useFixture(fixtures.TempDir()).path
-        self.home = tmp
-        tree = build_tree(os.path.join(tmp, 'sys'))
-        self.host = 'hw-%s' % uuid.uuid4().hex[:8]
+    def start_aio(self, tmp, sysfs_root, agent, **sections):
         port = daemons.free_port()
         self.base = 'http://127.0.0.1:%d' % port
-        config = daemons.write_config(os.path.join(tmp, 'aio.conf'), {
-            'DEFAULT': {'host': self.host},
-            'agent': {'enabled_drivers': ','.join(DRIVERS),
-                      'heartbeat_interval': 1}})
+        config = daemons.write_config(os.path.join(tmp, 'aio.conf'), dict(
+            sections, DEFAULT={'host': self.host},
+            agent=dict(agent, heartbeat_interval=1)))
         self.aio = daemons.Daemon(
             self, 'aio', ['--port', str(port), '--state-dir',
                           os.path.join(tmp, 'state'), '--sysfs-root',
-                          tree.root, '--config-file', config],
+                          sysfs_root, '--config-file', config],
             os.path.join(tmp, 'aio.log'))
         self.addOnException(lambda exc_info: self.addDetail(
             'aio.log', content.text_content(self.aio.output()[-20000:])))
@@ -66,6 +62,18 @@ class HardwareTest(testtools.TestCase):
     def get(self, path, token='admin', headers=VERSION, **params):
         return requests.get(self.base + path, params=params, timeout=30,
                             headers=dict(headers, **{'X-Auth-Token': token}))
+
+
+class HardwareTest(_AioTest):
+
+    def setUp(self):
+        super().setUp()
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.home = tmp
+        tree = build_tree(os.path.join(tmp, 'sys'))
+        self.host = 'hw-%s' % uuid.uuid4().hex[:8]
+        self.start_aio(tmp, tree.root,
+                       {'enabled_drivers': ','.join(DRIVERS)})
 
     def cyborg(self, *args):
         env = {k: v for k, v in os.environ.items()
@@ -141,7 +149,7 @@ class HardwareTest(testtools.TestCase):
         self.assertEqual(4, len(everything))
 
 
-class CapturedHostTest(testtools.TestCase):
+class CapturedHostTest(_AioTest):
     """``cyborg-aio --sysfs-root`` on the real H100 host's capture file:
     the GPU (no IOMMU there) and the virtio functions a whitelist names
     are listed as not offered, with why; nothing reaches the devices."""
@@ -150,31 +158,11 @@ class CapturedHostTest(testtools.TestCase):
         super().setUp()
         tmp = self.useFixture(fixtures.TempDir()).path
         self.host = 'h100-%s' % uuid.uuid4().hex[:8]
-        port = daemons.free_port()
-        self.base = 'http://127.0.0.1:%d' % port
-        config = daemons.write_config(os.path.join(tmp, 'aio.conf'), {
-            'DEFAULT': {'host': self.host},
-            'agent': {'enabled_drivers': 'nvidia_gpu_driver,pci_driver',
-                      'pci_ids_path': sysfs.PCI_IDS,
-                      'heartbeat_interval': 1},
-            'pci': {'passthrough_whitelist': '{"vendor_id": "1af4"}'}})
-        self.aio = daemons.Daemon(
-            self, 'aio', ['--port', str(port), '--state-dir',
-                          os.path.join(tmp, 'state'), '--sysfs-root',
-                          os.path.join(sysfs.DATA, 'captures',
-                                       'h100-host.json'),
-                          '--config-file', config],
-            os.path.join(tmp, 'aio.log'))
-        self.addOnException(lambda exc_info: self.addDetail(
-            'aio.log', content.text_content(self.aio.output()[-20000:])))
-        daemons.wait_for_http(self.base + '/v2', daemon=self.aio)
-        wait_for(lambda: self.get('/v2/hardware').json()['hardware'],
-                 timeout=60)
-
-    def get(self, path, **params):
-        return requests.get(self.base + path, params=params, timeout=30,
-                            headers=dict(VERSION, **{'X-Auth-Token':
-                                                     'admin'}))
+        self.start_aio(
+            tmp, os.path.join(sysfs.DATA, 'captures', 'h100-host.json'),
+            {'enabled_drivers': 'nvidia_gpu_driver,pci_driver',
+             'pci_ids_path': sysfs.PCI_IDS},
+            pci={'passthrough_whitelist': '{"vendor_id": "1af4"}'})
 
     def test_nothing_offered_and_why(self):
         rows = {r['address']: r
