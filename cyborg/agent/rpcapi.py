@@ -47,12 +47,11 @@ class AgentAPI:
         cctxt = self.client.prepare(server=hostname, version='1.0')
         return cctxt.call(context, 'get_hardware')
 
-    def discover(self, context, hostname=None):
-        """Run discovery now on one host, or on every host."""
-        if hostname:
-            cctxt = self.client.prepare(server=hostname, version='1.0')
-        else:
-            cctxt = self.client.prepare(fanout=True, version='1.0')
+    def discover(self, context, hostname):
+        """Run discovery now on ``hostname``. There is no fanout to every
+        host: the conductor signs a message to a host with that host's
+        key, so "every host" is one cast to each."""
+        cctxt = self.client.prepare(server=hostname, version='1.0')
         cctxt.cast(context, 'discover')
 
     def fpga_program(self, context, hostname, controlpath_id, image_uuid,
