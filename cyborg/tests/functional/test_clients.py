@@ -5,12 +5,16 @@ make them, with the roles that would call each method (see
 """
 
 from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import session as ks_session
+from keystoneauth1 import token_endpoint
+import openstack
 from openstack.accelerator.v2 import _proxy
 from openstack import exceptions as sdk_exceptions
 from openstack import proxy as sdk_proxy
 import requests
 import testtools
 
+from cyborg.api import microversion
 from cyborg.tests.functional import clients
 from cyborg.tests.functional import nova
 
@@ -201,3 +205,45 @@ class NovaBootTest(testtools.TestCase):
             aio.deployables[0]['rp_uuid'])
         self.assertEqual('TEST_PCI', bound[0]['attach_handle_type'])
         self.assertIn('bus', bound[0]['attach_handle_info'])
+
+
+class NovaSDKClientTest(testtools.TestCase):
+    """Nova 34's Cyborg client is openstacksdk's accelerator proxy, made
+    from a keystoneauth session and ``[cyborg] endpoint_override``
+    (``nova.utils.get_sdk_adapter``). It discovers the API version on the
+    endpoint it is given, and sends a microversion only when one is asked
+    for (Nova asks for none)."""
+
+    def test_discovery_on_the_root_and_on_v2(self):
+        aio = self.useFixture(clients.AllInOne(self))
+        for endpoint in (aio.base, aio.base + '/v2', aio.base + '/v2/'):
+            session = ks_session.Session(
+                auth=token_endpoint.Token(endpoint, 'admin'))
+            proxy = openstack.connection.Connection(
+                session=session, service_types={'accelerator'},
+                accelerator_endpoint_override=endpoint).accelerator
+            data = proxy.get_endpoint_data()
+            self.assertEqual(
+                (aio.base + '/v2/', (2, 0), (2, 0),
+                 tuple(microversion.MAX_VERSION)),
+                (data.url, data.api_version, data.min_microversion,
+                 (data.max_microversion[0], data.max_microversion[1])),
+                endpoint)
+            # As Nova calls: no version header, answered at 2.0.
+            response = proxy.get('/device_profiles', params={'name': 'x'})
+            self.assertEqual(200, response.status_code, response.text)
+            self.assertIsNone(
+                response.request.headers.get('OpenStack-API-Version'))
+            self.assertEqual('accelerator 2.0',
+                             response.headers['OpenStack-API-Version'])
+            self.assertEqual({'device_profiles': []}, response.json())
+            # A default microversion within ours is sent and answered.
+            newest = '%d.%d' % tuple(microversion.MAX_VERSION)
+            negotiated = openstack.connection.Connection(
+                session=session, service_types={'accelerator'},
+                accelerator_endpoint_override=endpoint,
+                accelerator_default_microversion=newest).accelerator
+            response = negotiated.get('/accelerator_requests')
+            self.assertEqual(200, response.status_code, response.text)
+            self.assertEqual('accelerator ' + newest,
+                             response.headers['OpenStack-API-Version'])
