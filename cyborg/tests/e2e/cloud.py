@@ -16,9 +16,12 @@ again by ``cleanUp``. nova-compute and cyborg's agent share one host name
 hangs the card's provider under it.
 """
 
+import functools
+import glob
 import os
 import shutil
 import subprocess
+import sys
 import time
 from urllib import parse
 import uuid
@@ -27,6 +30,7 @@ import fixtures
 import requests
 import sqlalchemy as sa
 
+from cyborg.common import keys
 from cyborg.tests.e2e import standins
 from cyborg.tests.functional import daemons
 from cyborg.tests.functional import test_hello
@@ -47,10 +51,13 @@ BOOT_TIMEOUT = 300
 
 class NovaCloud(fixtures.Fixture):
 
-    def __init__(self, venv, workdir):
+    def __init__(self, venv, workdir, hosts=(HOST,)):
         super().__init__()
         self.venv = venv
         self.workdir = workdir
+        # The compute hosts: one nova-compute each, and cyborg's agent
+        # of the same host name.
+        self.hosts = tuple(hosts)
         self.processes = {}
         self.cyborg_starts = 0
         self.suffix = uuid.uuid4().hex[:10]
@@ -61,11 +68,7 @@ class NovaCloud(fixtures.Fixture):
         os.makedirs(self.workdir, exist_ok=True)
         self.logs = os.path.join(self.workdir, 'logs')
         os.makedirs(self.logs, exist_ok=True)
-        self.ports = {name: daemons.free_port()
-                      for name in ('cyborg', 'nova_api')}
-        self.cyborg_url = 'http://127.0.0.1:%d' % self.ports['cyborg']
-        self.placement_url = self.cyborg_url + '/placement'
-        self.nova_url = 'http://127.0.0.1:%d/v2.1' % self.ports['nova_api']
+        self._endpoints()
         self.glance = self.useFixture(_Started(standins.Glance()))
         self.neutron = self.useFixture(_Started(standins.Neutron()))
         self.proxy = self.useFixture(_Started(
@@ -75,14 +78,24 @@ class NovaCloud(fixtures.Fixture):
         self.start_cyborg()
         self._write_nova_config()
         self._nova_databases()
-        for name in ('conductor', 'scheduler', 'compute'):
+        for name in ('conductor', 'scheduler'):
             self._start_nova(name, [self._bin('nova-%s' % name)])
+        for host in self.hosts:
+            self.start_compute(host)
         self._start_nova('api', [
             self._bin('gunicorn'), '--bind', '127.0.0.1:%d' %
             self.ports['nova_api'], '--workers', '2', '--threads', '8',
             '--timeout', '300', '--no-control-socket', '--chdir', NOVA_SIDE,
             'nova_api_wsgi:application'])
         self._wait_for_compute()
+
+    def _endpoints(self):
+        """The ports and URLs: cyborg-aio's, with Placement in it."""
+        self.ports = {name: daemons.free_port()
+                      for name in ('cyborg', 'nova_api')}
+        self.cyborg_url = 'http://127.0.0.1:%d' % self.ports['cyborg']
+        self.placement_url = self.cyborg_url + '/placement'
+        self.nova_url = 'http://127.0.0.1:%d/v2.1' % self.ports['nova_api']
 
     def _bin(self, name):
         return os.path.join(self.venv, 'bin', name)
@@ -103,13 +116,17 @@ class NovaCloud(fixtures.Fixture):
         subprocess.run(['rabbitmqctl', '-q'] + list(args), check=True,
                        stdout=subprocess.DEVNULL, timeout=120)
 
+    #: The MariaDB databases made for the cloud: Nova's API, cell0 and
+    #: cell1 databases (and, for split daemons, cyborg's).
+    DATABASES = ('api', 'cell0', 'cell1')
+
     def _databases(self):
-        """Nova's API, cell0 and cell1 databases on MariaDB."""
+        """The databases of ``DATABASES`` on MariaDB: their URLs."""
         server = services.URLS['mysql']
         admin = sa.create_engine(server, isolation_level='AUTOCOMMIT')
         self.addCleanup(admin.dispose)
         names = {cell: 'nova_e2e_%s_%s' % (self.suffix, cell)
-                 for cell in ('api', 'cell0', 'cell1')}
+                 for cell in self.DATABASES}
         for name in names.values():
             with admin.connect() as connection:
                 connection.execute(sa.text('CREATE DATABASE %s' % name))
@@ -204,16 +221,36 @@ class NovaCloud(fixtures.Fixture):
             raise AssertionError('Nova\'s databases: %s' %
                                  result.stdout[-3000:])
 
-    def _start_nova(self, name, command):
-        args = [] if name == 'api' else ['--config-dir', self.nova_dir]
+    def _start_nova(self, name, command, args=None):
+        if args is None:
+            args = [] if name == 'api' else ['--config-dir', self.nova_dir]
         self.processes['nova-' + name] = daemons.Daemon(
             self, 'nova-' + name, args,
             os.path.join(self.logs, 'nova-%s.log' % name), command=command,
             env=self.nova_env())
 
+    def compute_name(self, host):
+        """``compute`` with one host (``nova-compute.log``), else
+        ``compute-<host>``."""
+        return 'compute' if len(self.hosts) == 1 else 'compute-' + host
+
+    def start_compute(self, host):
+        """nova-compute for ``host``: ``nova.conf``, then a file of its
+        own with its host name and state directory (its node's uuid is
+        kept there)."""
+        state = os.path.join(self.workdir, 'nova-%s' % host)
+        os.makedirs(state, exist_ok=True)
+        own = daemons.write_config(os.path.join(state, 'host.conf'), {
+            'DEFAULT': {'host': host, 'state_path': state},
+            'oslo_concurrency': {'lock_path': os.path.join(state, 'lock')}})
+        self._start_nova(self.compute_name(host), [self._bin('nova-compute')],
+                         ['--config-file', os.path.join(self.nova_dir,
+                                                        'nova.conf'),
+                          '--config-file', own])
+
     def _wait_for_compute(self):
-        """Until the compute host is in its cell, its provider (Nova's)
-        has VCPU and the card's provider hangs under it."""
+        """Until every compute host is in its cell, its provider (Nova's)
+        has VCPU and cyborg's providers hang under it."""
         def api_answers():
             self.check_running()
             try:
@@ -223,20 +260,23 @@ class NovaCloud(fixtures.Fixture):
         # Its worker imports all of Nova before it answers.
         wait(api_answers, 240, 'nova-api')
 
-        def ready():
+        def ready(host):
             self.check_running()
-            tree = self.provider_tree()
+            tree = self.provider_tree(host)
             return (tree and 'VCPU' in tree['inventories'] and
                     tree['children'] and
-                    any(s['host'] == HOST and s['state'] == 'up'
+                    any(s['host'] == host and s['state'] == 'up'
                         for s in self.nova('GET', '/os-services?binary='
                                            'nova-compute', admin=True)
                         .json()['services']))
-        wait(ready, 240, 'nova-compute and the card in Placement')
-        # nova-scheduler maps the new compute host to its cell
+        for host in self.hosts:
+            wait(functools.partial(ready, host), 240,
+                 'nova-compute of %s and its devices in Placement' % host)
+        # nova-scheduler maps the new compute hosts to their cell
         # ([scheduler] discover_hosts_in_cells_interval).
-        wait(lambda: self.nova('GET', '/os-hypervisors', admin=True)
-             .json()['hypervisors'], 60, 'the hypervisor')
+        wait(lambda: len(self.nova('GET', '/os-hypervisors', admin=True)
+                         .json()['hypervisors']) == len(self.hosts), 60,
+             'the hypervisors')
 
     def check_running(self):
         for name, process in self.processes.items():
@@ -277,10 +317,10 @@ class NovaCloud(fixtures.Fixture):
         response.raise_for_status()
         return response.json()
 
-    def provider_tree(self):
-        """Nova's compute node provider with its inventories and its
-        children (cyborg's), or None while there is none."""
-        roots = self.placement('/resource_providers?name=%s' % HOST)[
+    def provider_tree(self, host=HOST):
+        """Nova's compute node provider of ``host`` with its inventories
+        and its children (cyborg's), or None while there is none."""
+        roots = self.placement('/resource_providers?name=%s' % host)[
             'resource_providers']
         if not roots:
             return None
@@ -325,6 +365,131 @@ class NovaCloud(fixtures.Fixture):
         return self.start_cyborg()
 
 
+class SplitCloud(NovaCloud):
+    """Compute hosts with devices of their own and cyborg as a deployment
+    runs it: cyborg-api, cyborg-conductor and one cyborg-agent per host,
+    each a process with its configuration file, and each agent with its
+    state file and its host's signing key only (the conductor holds every
+    key); cyborg's database on MariaDB; a Placement process
+    (``placement_server``) that Nova and cyborg share; RPC on Nova's
+    RabbitMQ vhost. Logs: ``placement.log``, ``cyborg-api.log``,
+    ``cyborg-conductor.log``, ``cyborg-agent-<host>.log``,
+    ``nova-compute-<host>.log``.
+
+    ``hosts`` maps each host name to its agent's ``[agent]`` options
+    (``enabled_drivers``, ``sysfs_root``, ...).
+    """
+
+    DATABASES = NovaCloud.DATABASES + ('cyborg',)
+    API_HOST = 'e2e-api'
+    CONDUCTOR_HOST = 'e2e-conductor'
+
+    def __init__(self, venv, workdir, hosts):
+        super().__init__(venv, workdir, hosts=list(hosts))
+        self.agent_options = dict(hosts)
+
+    def _endpoints(self):
+        super()._endpoints()
+        self.ports['placement'] = daemons.free_port()
+        self.placement_url = 'http://127.0.0.1:%d' % self.ports['placement']
+
+    def start_cyborg(self):
+        """Placement, cyborg's schema and keys, then the conductor, the
+        API and the agents."""
+        self.cyborg_dir = os.path.join(self.workdir, 'cyborg')
+        os.makedirs(self.cyborg_dir, exist_ok=True)
+        os.makedirs(os.path.join(self.workdir, 'placement'), exist_ok=True)
+        placement = daemons.Daemon(
+            self, 'placement', [str(self.ports['placement']),
+                                os.path.join(self.workdir, 'placement')],
+            os.path.join(self.logs, 'placement.log'), command=[
+                sys.executable, '-m', 'cyborg.tests.e2e.placement_server'])
+        self.processes['placement'] = placement
+        self._cyborg_schema()
+        self._keys()
+        daemons.wait_for_http(self.placement_url + '/', daemon=placement)
+        self.start_cyborg_daemon('conductor', self.CONDUCTOR_HOST)
+        api = self.start_cyborg_daemon('api', self.API_HOST)
+        daemons.wait_for_http(self.cyborg_url + '/v2', daemon=api)
+        for host in self.hosts:
+            self.start_agent(host)
+        return api
+
+    def key_dir(self, name):
+        return os.path.join(self.cyborg_dir, 'keys-%s' % name)
+
+    def _keys(self):
+        """The conductor's directory holds every key; the API's and each
+        agent's only their own."""
+        conductor = self.key_dir('conductor')
+        identities = {'api': keys.API}
+        identities.update({'agent-' + host: keys.host_identity(host)
+                           for host in self.hosts})
+        for name, identity in identities.items():
+            path, _created = keys.create(conductor, identity)
+            own = self.key_dir(name)
+            os.makedirs(own, exist_ok=True)
+            shutil.copy(path, own)
+
+    def cyborg_config(self, name, host, **sections):
+        state = os.path.join(self.cyborg_dir, 'state-%s' % name)
+        os.makedirs(state, exist_ok=True)
+        values = {
+            'DEFAULT': {'host': host, 'debug': 'false',
+                        'auth_strategy': 'noauth', 'state_path': state,
+                        'transport_url': self.transport_url},
+            'database': {'connection': self.databases['cyborg']},
+            'api': {'host_ip': '127.0.0.1', 'port': self.ports['cyborg'],
+                    'api_workers': 1},
+            'conductor': {'placement_retry_interval': 1},
+            'security': {'key_dir': self.key_dir(name)},
+            'placement': {'auth_type': 'admin_token', 'token': 'admin',
+                          'endpoint': self.placement_url},
+            'nova': {'auth_type': 'admin_token', 'token': ADMIN_TOKEN,
+                     'endpoint': self.nova_url},
+        }
+        for section, options in sections.items():
+            values.setdefault(section, {}).update(options)
+        return daemons.write_config(
+            os.path.join(self.cyborg_dir, '%s.conf' % name), values)
+
+    def _cyborg_schema(self):
+        config = self.cyborg_config('dbsync', self.CONDUCTOR_HOST)
+        result = subprocess.run(
+            [sys.executable, '-m', 'cyborg.cmd.dbsync', '--config-file',
+             config, 'create_schema'], stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT, text=True, timeout=300)
+        if result.returncode != 0:
+            raise AssertionError('cyborg-dbsync: %s' % result.stdout[-3000:])
+
+    def start_cyborg_daemon(self, name, host, **sections):
+        """``cyborg-<name>`` for ``host``, logging to
+        ``cyborg-<key>.log``; its key in ``processes`` is
+        ``cyborg-<key>`` (``key`` is ``name``, or ``agent-<host>``)."""
+        key = name if name != 'agent' else 'agent-' + host
+        config = self.cyborg_config(key, host, **sections)
+        daemon = daemons.Daemon(
+            self, name, ['--config-file', config],
+            os.path.join(self.logs, 'cyborg-%s.log' % key))
+        self.processes['cyborg-' + key] = daemon
+        return daemon
+
+    def start_agent(self, host):
+        options = dict({'heartbeat_interval': 2,
+                        'resource_provider_name': host,
+                        'state_file': os.path.join(
+                            self.cyborg_dir, 'agent-state-%s.json' % host)},
+                       **self.agent_options[host])
+        return self.start_cyborg_daemon('agent', host, agent=options)
+
+    def kill_agent(self, host):
+        """SIGKILL to ``host``'s agent, as a crash would."""
+        self.processes.pop('cyborg-agent-' + host).kill()
+
+    def restart_cyborg(self):
+        raise NotImplementedError('a split cloud restarts one daemon')
+
+
 class _Started(fixtures.Fixture):
     """A stand-in served for the fixture's life."""
 
@@ -338,6 +503,16 @@ class _Started(fixtures.Fixture):
 
     def __getattr__(self, name):
         return getattr(self.standin, name)
+
+
+def nova_release(venv):
+    """The major version of the Nova installed in ``venv`` (34 for
+    34.0.0), read from its package metadata."""
+    found = glob.glob(os.path.join(venv, 'lib', 'python*', 'site-packages',
+                                   'nova-*.dist-info'))
+    if len(found) != 1:
+        raise AssertionError('no single Nova in %s: %s' % (venv, found))
+    return int(os.path.basename(found[0])[len('nova-'):].split('.')[0])
 
 
 def wait(predicate, timeout, what, interval=0.5):
