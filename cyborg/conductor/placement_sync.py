@@ -33,6 +33,11 @@ from cyborg.db import hosts as db_hosts
 LOG = logging.getLogger(__name__)
 
 OWNER_TRAIT = os_traits.OWNER_CYBORG
+# The other services' owner traits (OWNER_NOVA, ...): Nova 34's scheduler
+# requires OWNER_NOVA on the providers it may pick for itself, so none of
+# ours may carry one, whatever a deployable's attributes say.
+FOREIGN_OWNER_TRAITS = frozenset(os_traits.get_traits('OWNER_')) - {
+    OWNER_TRAIT}
 RESHAPE_GENERATION_STEP = 2
 
 #: Syncs whose inventories are set in one ``POST /reshaper`` at most.
@@ -103,7 +108,11 @@ def wanted_provider(name, num_accelerators, attributes, reserved=False):
     for key, value in attributes.items():
         if not key.startswith('trait'):
             continue
-        if _valid_trait(value):
+        if value in FOREIGN_OWNER_TRAITS:
+            LOG.warning('Deployable %s: %s marks another service\'s '
+                        'providers; not reported (its provider carries %s)',
+                        name, value, OWNER_TRAIT)
+        elif _valid_trait(value):
             traits.add(value)
         else:
             LOG.warning('Deployable %s: %r is not a valid trait name; '

@@ -77,6 +77,18 @@ class WantedProviderTest(base.TestCase):
             'd', 1, {'rc': 'CUSTOM_X', 'trait0': 'lower-case'})
         self.assertEqual({'OWNER_CYBORG'}, provider.traits)
 
+    def test_another_services_owner_trait_is_dropped(self):
+        # Nova 34 requires OWNER_NOVA on the providers it schedules for
+        # itself: an attribute must not put cyborg's among them.
+        self.assertIn('OWNER_NOVA', placement_sync.FOREIGN_OWNER_TRAITS)
+        with self.assertLogs('cyborg.conductor.placement_sync',
+                             'WARNING') as logs:
+            provider = placement_sync.wanted_provider(
+                'd', 1, {'rc': 'FPGA', 'trait0': 'OWNER_NOVA',
+                         'trait1': 'OWNER_CYBORG', 'trait2': 'CUSTOM_A'})
+        self.assertEqual({'OWNER_CYBORG', 'CUSTOM_A'}, provider.traits)
+        self.assertIn('OWNER_NOVA', logs.output[0])
+
 
 class _Response:
 
