@@ -105,8 +105,6 @@ SKIPS = {
         'writes a release note into the tree',
     ('doc/source/contributor/nova-e2e.rst', 'tools/nova-e2e'):
         'installs and runs a real Nova',
-    ('doc/source/contributor/nova-e2e.rst', 'CYBORG_NOVA_E2E_VENV='):
-        'runs a real Nova from a virtualenv tools/nova-e2e made',
     ('doc/source/install/all-in-one.rst', 'tools/aio'):
         'starts an all-in-one on port 6666; the test runs its own',
     (PRODUCTION_PAGE, 'python3 -m venv /opt/'): PRODUCTION,
