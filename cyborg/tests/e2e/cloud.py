@@ -14,6 +14,12 @@ Nova gets its own RabbitMQ vhost and its own MariaDB databases, removed
 again by ``cleanUp``. nova-compute and cyborg's agent share one host name
 (``HOST``): nova-compute creates the compute node provider and cyborg
 hangs the card's provider under it.
+
+``NovaCloud(..., hosts=[...])`` runs one nova-compute per host name.
+``SplitCloud`` runs cyborg as a deployment does instead of cyborg-aio:
+cyborg-api, cyborg-conductor and one cyborg-agent per compute host, each
+host with devices of its own, and a Placement process that Nova and
+cyborg share. ``nova_release(venv)`` says which Nova a test runs against.
 """
 
 import functools
