@@ -78,13 +78,14 @@ class StuckARQs:
         interval = self.conf.conductor.stuck_arq_interval
         return [(interval, self.check)] if interval else []
 
-    def check(self, context=None):
-        """One check; returns the number of ARQs released."""
+    def check(self, context=None, now=None):
+        """One check (as if at ``now``, for tests); returns the number of
+        ARQs released."""
         if not nova.configured(self.conf):
             return 0
         context = context or cyborg_context.get_admin_context()
         options = self.conf.conductor
-        now = timeutils.utcnow()
+        now = now or timeutils.utcnow()
         instances = db_arqs.take_unconfirmed(
             context,
             bound_before=now - datetime.timedelta(

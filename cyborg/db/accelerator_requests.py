@@ -526,8 +526,12 @@ _DUE_INSTANCES = sa.select(_ARQ.c.instance_uuid).where(
     sa.func.min(sa.func.coalesce(_ARQ.c.instance_checked_at,
                                  _ARQ.c.bind_started_at)),
     _ARQ.c.instance_uuid).limit(sa.bindparam('b_limit'))
-_TAKE_INSTANCE = _ARQ.update().where(_is(_ARQ.c.instance_uuid),
-                                     _UNCONFIRMED, _DUE)
+# The check's bookkeeping leaves ``updated_at`` as it was: the API shows
+# it, and nothing about the ARQ itself changed.
+_TAKE_INSTANCE = _ARQ.update().where(
+    _is(_ARQ.c.instance_uuid), _UNCONFIRMED, _DUE).values(
+    instance_checked_at=sa.bindparam('v_checked_at'),
+    updated_at=_ARQ.c.updated_at)
 
 
 @db_api.retry_on_deadlock
@@ -545,10 +549,11 @@ def take_unconfirmed(context, bound_before, checked_before, limit):
     return [instance for instance in due
             if _run(context, _TAKE_INSTANCE, b_instance_uuid=instance,
                     b_checked_before=checked_before,
-                    instance_checked_at=now).rowcount]
+                    v_checked_at=now).rowcount]
 
 
-_CONFIRM = _ARQ.update().where(_in(_ARQ.c.instance_uuid), _UNCONFIRMED)
+_CONFIRM = _ARQ.update().where(_in(_ARQ.c.instance_uuid), _UNCONFIRMED).values(
+    instance_confirmed=True, updated_at=_ARQ.c.updated_at)
 
 
 @db_api.retry_on_deadlock
@@ -557,8 +562,7 @@ def confirm_instances(context, instance_uuids):
     """Nova showed ``instance_uuids`` past their build: their ARQs are
     never asked about again."""
     if instance_uuids:
-        _run(context, _CONFIRM, b_instance_uuids=sorted(instance_uuids),
-             instance_confirmed=True)
+        _run(context, _CONFIRM, b_instance_uuids=sorted(instance_uuids))
 
 
 _UNCONFIRMED_OF = sa.select(_ARQ.c.id).where(
