@@ -90,6 +90,18 @@ class StuckARQsTest(testtools.TestCase):
             'flavorRef': self.flavor, 'networks': 'none'}},
             expect=202).json()['server']['id']
 
+    def bind_held(self, server):
+        """Whether the proxy holds Nova's bind; AssertionError once the
+        server failed instead."""
+        if self.cloud.proxy.held_binds:
+            return True
+        shown = self.cloud.nova('GET', '/servers/%s' % server, admin=True,
+                                expect=200).json()['server']
+        if shown['status'] == 'ERROR':
+            raise AssertionError('server %s is ERROR: %s' % (
+                server, shown.get('fault')))
+        return False
+
     def gone(self, server):
         return self.cloud.nova('GET', '/servers/%s' % server,
                                admin=True).status_code == 404
@@ -103,7 +115,7 @@ class StuckARQsTest(testtools.TestCase):
         proxy = self.cloud.proxy
         proxy.binds_gate.clear()
         server = self.boot('deleted-while-scheduling')
-        e2e.wait(lambda: proxy.held_binds, e2e.BOOT_TIMEOUT,
+        e2e.wait(lambda: self.bind_held(server), e2e.BOOT_TIMEOUT,
                  'Nova\'s bind of the ARQ of %s' % server)
         shown = self.cloud.nova('GET', '/servers/%s' % server,
                                 admin=True, expect=200).json()['server']
