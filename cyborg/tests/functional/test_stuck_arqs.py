@@ -147,14 +147,16 @@ class _StuckARQsTests(arqs.ARQSetup):
         self.assertEqual(2, len(self.nova.servers_asked))
 
     def test_many_instances_few_per_request_bounded_per_check(self):
-        self.flags(group='conductor', stuck_arq_limit=25)
+        self.flags(group='conductor',
+                   stuck_arq_limit=stuck_arqs.PER_REQUEST + 1)
         self.flags(group='nova', auth_type=None)
-        instances = [self.boot()[0] for _ in range(30)]
+        instances = [self.boot()[0]
+                     for _ in range(stuck_arqs.PER_REQUEST + 2)]
         self.flags(group='nova', **self.nova.config())
-        self.assertEqual(25, self.check())
-        self.assertEqual([stuck_arqs.PER_REQUEST, 5],
+        self.assertEqual(stuck_arqs.PER_REQUEST + 1, self.check())
+        self.assertEqual([stuck_arqs.PER_REQUEST, 1],
                          [len(a) for a in self.nova.servers_asked])
-        self.assertEqual(5, self.check())
+        self.assertEqual(1, self.check())
         self.assertEqual(set(instances), set().union(*self.asked()))
         self.assertEqual(0, self.handles_in_use())
 
