@@ -9,6 +9,7 @@ import datetime
 import fixtures
 from oslo_utils import timeutils
 
+from cyborg.common.clients import nova as nova_client
 from cyborg.common import states
 from cyborg.conductor import stuck_arqs
 from cyborg.db import api as db_api
@@ -122,6 +123,31 @@ class _StuckARQsTests(arqs.ARQSetup):
         self.assertEqual(1, self.check())
         self.assertEqual([], self.arqs_of(instance))
         self.assertEqual(0, self.handles_in_use())
+
+    def test_nothing_is_released_when_nova_is_unreachable_or_slow(self):
+        instance, _ = self.boot()
+        self.told()
+        # Nothing listens there.
+        self.flags(group='nova', endpoint='http://127.0.0.1:9/v2.1')
+        unreachable = stuck_arqs.StuckARQs(
+            self.conf, self.conductor.binding,
+            client=nova_client.Client(self.conf))
+        self.assertEqual(0, self.check(unreachable))
+        self.assertEqual([], self.nova.servers_asked)
+        # Nova takes longer than [nova] timeout to answer.
+        self.flags(group='nova', timeout=1, **self.nova.config())
+        slow = stuck_arqs.StuckARQs(self.conf, self.conductor.binding,
+                                    client=nova_client.Client(self.conf))
+        self.nova.servers_gate.clear()
+        self.assertEqual(0, self.check(slow))
+        self.assertEqual(1, self.nova.servers_held)
+        self.nova.servers_gate.set()
+        self.assertEqual(states.BOUND, self.arqs_of(instance)[0]['state'])
+        self.assertEqual([], self.released)
+        # Answered in time, at the next check: released.
+        self.flags(group='nova', timeout=None)
+        self.assertEqual(1, self.check())
+        self.assertEqual([], self.arqs_of(instance))
 
     def test_nothing_is_asked_within_the_grace_or_without_nova(self):
         self.boot()
