@@ -287,6 +287,13 @@ class GlanceUnavailable(ServiceUnavailable):
     msg_fmt = _('Glance cannot be used: %(reason)s')
 
 
+class NovaUnavailable(ServiceUnavailable):
+    """Nova could not say which servers exist: nothing may be concluded
+    from its silence."""
+
+    msg_fmt = _('Nova cannot be asked about servers: %(reason)s')
+
+
 class FPGAProgramError(CyborgException):
     """The agent or its driver failed to program: the request was fine
     but the host could not carry it out (502)."""

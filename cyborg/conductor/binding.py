@@ -149,7 +149,7 @@ class Binding:
             self.agents.ensure_mdevs(context, hostname, mdevs)
         return len(mdevs)
 
-    def _remove_mdev(self, context, arq):
+    def remove_mdev(self, context, arq):
         if arq.attach_handle_type != MDEV or not arq.hostname:
             return
         try:
@@ -164,7 +164,7 @@ class Binding:
 
     def _unbind(self, context, uuid, project_id):
         arq = db_arqs.get(context, uuid, project_id)
-        self._remove_mdev(context, arq)
+        self.remove_mdev(context, arq)
         db_arqs.unbind(context, uuid, project_id)
         LOG.info('ARQ %s unbound', uuid)
         self.reports_due(context, [arq.hostname])
@@ -188,7 +188,7 @@ class Binding:
                                  instance_uuid=instance_uuid,
                                  project_id=project_id)
         for arq in deleted:
-            self._remove_mdev(context, arq)
+            self.remove_mdev(context, arq)
         LOG.info('Deleted %d ARQs', len(deleted))
         self.reports_due(context, sorted({arq.hostname for arq in deleted
                                           if arq.hostname}))

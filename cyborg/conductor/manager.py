@@ -8,6 +8,7 @@
   means to the caller,
 * ``device_profiles``: creating and deleting device profiles,
 * ``binding``: the ARQ lifecycle (create, bind, unbind, delete, recovery),
+* ``stuck_arqs``: releasing the ARQs of instances Nova no longer has,
 * ``inventory``: FPGA programming and attributes,
 * ``devices``: enabling and disabling devices,
 * ``accelerators``: the v1 API's accelerators,
@@ -32,6 +33,7 @@ from cyborg.conductor import inventory
 from cyborg.conductor import liveness
 from cyborg.conductor import placement_service
 from cyborg.conductor import reporting
+from cyborg.conductor import stuck_arqs
 
 
 LOG = logging.getLogger(__name__)
@@ -66,6 +68,7 @@ class ConductorManager:
         self.inventory = inventory.Inventory(conf, self.placement,
                                              self.agents)
         self.binding = binding.Binding(conf, self.inventory, self.agents)
+        self.stuck_arqs = stuck_arqs.StuckARQs(conf, self.binding)
         self.accelerators = accelerators.Accelerators(
             conf, self.devices, self.placement, self.agents)
         self.drivers = drivers.Drivers(conf, self.agents)
@@ -85,6 +88,7 @@ class ConductorManager:
         return ([(self.conf.conductor.liveness_check_interval,
                   self.liveness.check_hosts)]
                 + self.binding.periodic_tasks()
+                + self.stuck_arqs.periodic_tasks()
                 + self.placement.periodic_tasks()
                 + self.accelerators.periodic_tasks())
 

@@ -27,6 +27,27 @@ opts = [
              'compute node provider did not exist yet (with Nova, '
              'nova-compute creates it when it first starts).'),
     cfg.IntOpt(
+        'stuck_arq_interval', default=300, min=0,
+        help='Seconds between two checks for accelerator requests (ARQs) '
+             'whose instance Nova no longer has: Nova does not delete the '
+             'ARQs of a server deleted before it got a host. The check '
+             'asks Nova\'s servers API with the [nova] user, which must '
+             'be allowed to list the servers of every project and filter '
+             'them by uuid (an administrator, by Nova\'s default '
+             'policy), and releases the ARQs of servers Nova does not '
+             'list, as a DELETE of them would. 0 disables the check; so '
+             'does a [nova] section without credentials.'),
+    cfg.IntOpt(
+        'stuck_arq_grace', default=600, min=0,
+        help='Seconds after its bind before an ARQ\'s instance is asked '
+             'about: longer than a boot takes from the bind to the '
+             'compute host taking the server (Nova\'s '
+             'arq_binding_timeout is 300).'),
+    cfg.IntOpt(
+        'stuck_arq_limit', default=200, min=1,
+        help='Instances one conductor asks Nova about in one check, 20 '
+             'per request; the others wait for the next check.'),
+    cfg.IntOpt(
         'workers', default=16, min=1,
         help='Threads serving RPC requests in one conductor.'),
 ]

@@ -215,7 +215,8 @@ def _start(context, binds, project_id, conductor):
     for uuid, values in binds.items():
         _cas(context, uuid, states.BIND_STARTED, dict(
             values, bind_conductor=conductor, bind_started_at=now,
-            nova_notified=False, attach_handle_id=None, deployable_id=None),
+            nova_notified=False, attach_handle_id=None, deployable_id=None,
+            instance_confirmed=False, instance_checked_at=None),
             project_id=project_id)
 
 
@@ -422,7 +423,8 @@ def fail_bind(context, uuid):
 
 _CLEARED = {'hostname': None, 'device_rp_uuid': None, 'instance_uuid': None,
             'attach_handle_id': None, 'deployable_id': None,
-            'bind_conductor': None, 'bind_started_at': None}
+            'bind_conductor': None, 'bind_started_at': None,
+            'instance_confirmed': False, 'instance_checked_at': None}
 
 
 @db_api.retry_on_deadlock
@@ -507,3 +509,78 @@ _MARK_NOTIFIED = _ARQ.update().where(_in(_ARQ.c.uuid),
 @db_api.writer
 def mark_notified(context, uuids):
     _run(context, _MARK_NOTIFIED, b_uuids=list(uuids), nova_notified=True)
+
+
+# The stuck-ARQ check (cyborg.conductor.stuck_arqs): ARQs of an instance
+# that Nova has not yet shown past its build.
+_UNCONFIRMED_STATES = sorted((states.BOUND, states.BIND_FAILED))
+_UNCONFIRMED = sa.and_(_ARQ.c.instance_uuid.is_not(None),
+                       _ARQ.c.state.in_(_UNCONFIRMED_STATES),
+                       _ARQ.c.instance_confirmed == sa.false())
+_DUE = sa.or_(_ARQ.c.instance_checked_at.is_(None),
+              _ARQ.c.instance_checked_at < sa.bindparam('b_checked_before'))
+_DUE_INSTANCES = sa.select(_ARQ.c.instance_uuid).where(
+    _UNCONFIRMED, _DUE,
+    _ARQ.c.bind_started_at < sa.bindparam('b_bound_before'),
+).group_by(_ARQ.c.instance_uuid).order_by(
+    sa.func.min(sa.func.coalesce(_ARQ.c.instance_checked_at,
+                                 _ARQ.c.bind_started_at)),
+    _ARQ.c.instance_uuid).limit(sa.bindparam('b_limit'))
+# The check's bookkeeping leaves ``updated_at`` as it was: the API shows
+# it, and nothing about the ARQ itself changed.
+_TAKE_INSTANCE = _ARQ.update().where(
+    _is(_ARQ.c.instance_uuid), _UNCONFIRMED, _DUE).values(
+    instance_checked_at=sa.bindparam('v_checked_at'),
+    updated_at=_ARQ.c.updated_at)
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def take_unconfirmed(context, bound_before, checked_before, limit):
+    """Up to ``limit`` instances with ARQs bound (or failed) before
+    ``bound_before`` that Nova has not shown past their build, and that
+    no conductor asked Nova about since ``checked_before``: the least
+    recently asked first. They are marked as asked now, each with a
+    conditional UPDATE, so two conductors never take the same one."""
+    due = [row.instance_uuid for row in _run(
+        context, _DUE_INSTANCES, b_bound_before=bound_before,
+        b_checked_before=checked_before, b_limit=limit)]
+    now = timeutils.utcnow()
+    return [instance for instance in due
+            if _run(context, _TAKE_INSTANCE, b_instance_uuid=instance,
+                    b_checked_before=checked_before,
+                    v_checked_at=now).rowcount]
+
+
+_CONFIRM = _ARQ.update().where(_in(_ARQ.c.instance_uuid), _UNCONFIRMED).values(
+    instance_confirmed=True, updated_at=_ARQ.c.updated_at)
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def confirm_instances(context, instance_uuids):
+    """Nova showed ``instance_uuids`` past their build: their ARQs are
+    never asked about again."""
+    if instance_uuids:
+        _run(context, _CONFIRM, b_instance_uuids=sorted(instance_uuids))
+
+
+_UNCONFIRMED_OF = sa.select(_ARQ.c.id).where(
+    _is(_ARQ.c.instance_uuid), _UNCONFIRMED).with_for_update()
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def delete_unconfirmed(context, instance_uuid):
+    """Delete the unconfirmed Bound and BindFailed ARQs of
+    ``instance_uuid``, which Nova no longer has, releasing their attach
+    handles as a DELETE does; returns their views. ARQs that changed
+    meanwhile (unbound, rebound, confirmed, deleted) are left alone."""
+    ids = [row.id for row in _run(context, _UNCONFIRMED_OF,
+                                  b_instance_uuid=instance_uuid)]
+    if not ids:
+        return []
+    views = [_view(row) for row in _run(context, _views('ids'), b_ids=ids)]
+    _release(context, [view.attach_handle_id for view in views])
+    _run(context, _DELETE, b_ids=ids)
+    return views

@@ -224,6 +224,8 @@ class ExtendedAcceleratorRequest(Base):
         sa.Index('extended_arqs_instance_uuid_idx', 'instance_uuid'),
         sa.Index('extended_arqs_attach_handle_id_idx', 'attach_handle_id'),
         sa.Index('extended_arqs_deployable_id_idx', 'deployable_id'),
+        sa.Index('extended_arqs_unconfirmed_idx', 'instance_confirmed',
+                 'instance_checked_at'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)
@@ -246,6 +248,11 @@ class ExtendedAcceleratorRequest(Base):
     bind_started_at = sa.Column(sa.DateTime)
     nova_notified = sa.Column(sa.Boolean, nullable=False, default=False,
                               server_default=sa.false())
+    # Nova showed the instance past its build: its own delete paths
+    # release the ARQ (conductor/stuck_arqs.py).
+    instance_confirmed = sa.Column(sa.Boolean, nullable=False, default=False,
+                                   server_default=sa.false())
+    instance_checked_at = sa.Column(sa.DateTime)
 
 
 class Accelerator(Base):

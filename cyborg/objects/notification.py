@@ -22,3 +22,23 @@ class DeviceEventPayload(base.CyborgObject):
         # Names of its deployables, as the report has them.
         'deployables': fields.ListOfStringsField(default=[]),
     }
+
+
+@base.CyborgObjectRegistry.register
+class ARQEventPayload(base.CyborgObject):
+    """An accelerator request the conductor released on its own
+    (``cyborg.arq.released``: Nova no longer has its instance)."""
+
+    # Version 1.0: initial version
+    VERSION = '1.0'
+
+    fields = {
+        'uuid': fields.StringField(),
+        'state': fields.StringField(),
+        'instance_uuid': fields.StringField(nullable=True),
+        'hostname': fields.StringField(nullable=True),
+        'device_rp_uuid': fields.StringField(nullable=True),
+        'device_profile_name': fields.StringField(nullable=True),
+        'attach_handle_uuid': fields.StringField(nullable=True),
+        'project_id': fields.StringField(nullable=True),
+    }

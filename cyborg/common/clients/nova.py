@@ -1,6 +1,7 @@
-"""Nova, for one thing: the ``accelerator-request-bound`` external events
-that tell nova-compute an ARQ is bound (or failed), through openstacksdk's
-compute proxy with the ``[nova]`` keystoneauth options.
+"""Nova, for two things: the ``accelerator-request-bound`` external events
+that tell nova-compute an ARQ is bound (or failed), and which servers
+exist (for the stuck-ARQ check), through openstacksdk's compute proxy
+with the ``[nova]`` keystoneauth options.
 
 A conductor keeps ONE :class:`Client`: building the proxy costs a version
 discovery request and a keystoneauth session, so it is built on first use
@@ -10,6 +11,7 @@ client's own state.
 """
 
 import threading
+from urllib import parse
 
 from keystoneauth1 import exceptions as ks_exceptions
 from keystoneauth1 import loading as ks_loading
@@ -17,6 +19,7 @@ from oslo_log import log as logging
 import openstack
 
 from cyborg.common.clients import environment
+from cyborg.common import exception
 
 LOG = logging.getLogger(__name__)
 
@@ -31,6 +34,13 @@ _UNDELIVERABLE = frozenset([404, 422])
 _NO_INSTANCE = 404
 # Nova refused the credentials: the client is built again next time.
 _AUTH_REFUSED = frozenset([401, 403])
+
+# Listing servers: from 2.69 a server of a cell that does not answer is
+# listed with status UNKNOWN rather than left out (which would read as
+# gone). The ``uuid`` filter is an administrator's (Nova's policy
+# ``allow_all_filters``), as is ``all_tenants``.
+SERVERS_MICROVERSION = '2.69'
+DELETED = 'DELETED'
 
 
 def configured(conf):
@@ -79,6 +89,37 @@ def delivered_tags(response, event_list):
     return {answer.get('tag') for answer in answers
             if answer.get('code') == 200
             or answer.get('code') in _UNDELIVERABLE} & _tags(event_list)
+
+
+def servers_path(uuids):
+    """The request that lists the servers of ``uuids``, in any project,
+    deleted ones left out."""
+    query = [('all_tenants', '1')] + [('uuid', u) for u in sorted(uuids)]
+    return '/servers/detail?' + parse.urlencode(query)
+
+
+def shown_servers(uuids, response):
+    """``{uuid: status}`` of the servers of ``uuids`` that Nova's answer
+    to ``servers_path(uuids)`` lists. NovaUnavailable when the answer
+    does not say: not a 200, not a server list, or a server not asked
+    about (Nova left out the ``uuid`` filter: the user may not use it),
+    so that no server is ever taken for gone on a doubtful answer."""
+    if response.status_code != 200:
+        raise exception.NovaUnavailable(reason='%d %s' % (
+            response.status_code, response.text[:200]))
+    try:
+        servers = response.json()['servers']
+        shown = {server['id']: server.get('status') for server in servers}
+    except (ValueError, KeyError, TypeError) as e:
+        raise exception.NovaUnavailable(
+            reason='not a server list: %s' % e) from e
+    foreign = sorted(set(shown) - set(uuids))
+    if foreign:
+        raise exception.NovaUnavailable(
+            reason='servers not asked about were listed (%s): the uuid '
+                   'filter was ignored; the [nova] user needs to be an '
+                   'administrator' % ', '.join(foreign[:3]))
+    return shown
 
 
 class Client:
@@ -135,3 +176,26 @@ class Client:
         if response.status_code in _AUTH_REFUSED:
             self._forget(compute)
         return delivered
+
+    def servers(self, uuids):
+        """``{uuid: status}`` of the servers of ``uuids`` that Nova has,
+        in one request; a server it does not list is gone (deleted or
+        never created). NovaUnavailable when Nova cannot say (no
+        ``[nova]`` credentials, an error, a timeout, a refusal)."""
+        if not configured(self.conf):
+            raise exception.NovaUnavailable(reason='no [nova] credentials')
+        compute = None
+        try:
+            compute = self._get()
+            response = compute.get(servers_path(uuids),
+                                   microversion=SERVERS_MICROVERSION,
+                                   raise_exc=False)
+        except ks_exceptions.ConnectionError as e:
+            raise exception.NovaUnavailable(reason=str(e)) from e
+        except Exception as e:  # auth, discovery, the catalog: build again
+            if compute is not None:
+                self._forget(compute)
+            raise exception.NovaUnavailable(reason=str(e)) from e
+        if response.status_code in _AUTH_REFUSED:
+            self._forget(compute)
+        return shown_servers(uuids, response)

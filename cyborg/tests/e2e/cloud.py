@@ -57,13 +57,15 @@ BOOT_TIMEOUT = 300
 
 class NovaCloud(fixtures.Fixture):
 
-    def __init__(self, venv, workdir, hosts=(HOST,)):
+    def __init__(self, venv, workdir, hosts=(HOST,), cyborg_options=None):
         super().__init__()
         self.venv = venv
         self.workdir = workdir
         # The compute hosts: one nova-compute each, and cyborg's agent
         # of the same host name.
         self.hosts = tuple(hosts)
+        #: More of cyborg's options, {section: {name: value}}.
+        self.cyborg_options = cyborg_options or {}
         self.processes = {}
         self.cyborg_starts = 0
         self.suffix = uuid.uuid4().hex[:10]
@@ -152,13 +154,16 @@ class NovaCloud(fixtures.Fixture):
         Nova's), retrying its Placement sync every second. Each start logs
         to a file of its own (``cyborg-aio-<n>.log``)."""
         self.cyborg_starts += 1
+        options = {
+            'DEFAULT': {'host': HOST, 'debug': 'false'},
+            'agent': {'resource_provider_name': HOST},
+            'conductor': {'placement_retry_interval': 1},
+            'nova': {'auth_type': 'admin_token', 'token': ADMIN_TOKEN,
+                     'endpoint': self.nova_url}}
+        for section, values in self.cyborg_options.items():
+            options[section] = dict(options.get(section, {}), **values)
         config = daemons.write_config(
-            os.path.join(self.workdir, 'cyborg.conf'), {
-                'DEFAULT': {'host': HOST, 'debug': 'false'},
-                'agent': {'resource_provider_name': HOST},
-                'conductor': {'placement_retry_interval': 1},
-                'nova': {'auth_type': 'admin_token', 'token': ADMIN_TOKEN,
-                         'endpoint': self.nova_url}})
+            os.path.join(self.workdir, 'cyborg.conf'), options)
         aio = daemons.Daemon(
             self, 'aio', ['--port', str(self.ports['cyborg']),
                           '--state-dir', os.path.join(self.workdir, 'cyborg'),

@@ -197,10 +197,24 @@ class TimingProxy(StandIn):
         adapter = requests.adapters.HTTPAdapter(pool_connections=4,
                                                 pool_maxsize=32)
         self.session.mount('http://', adapter)
+        # While cleared, Nova's binds (PATCH of the ARQ collection) wait
+        # here before they go on to cyborg; ``held_binds`` counts them.
+        self.binds_gate = threading.Event()
+        self.binds_gate.set()
+        self.held_binds = 0
+
+    def _hold_bind(self, method, path):
+        if (method != 'PATCH' or not path.rstrip('/').endswith(
+                '/accelerator_requests') or self.binds_gate.is_set()):
+            return
+        with self.lock:
+            self.held_binds += 1
+        self.binds_gate.wait(120)
 
     def __call__(self, environ, start_response):
         method = environ['REQUEST_METHOD']
         path = environ.get('PATH_INFO', '/')
+        self._hold_bind(method, path)
         query = environ.get('QUERY_STRING')
         length = int(environ.get('CONTENT_LENGTH') or 0)
         body = environ['wsgi.input'].read(length) if length else None

@@ -1,9 +1,11 @@
-"""Nova, as cyborg sees it: a stand-in for the external events endpoint,
-and the calls Nova makes to cyborg's API while it boots and deletes a
-server, exactly as Nova sends them."""
+"""Nova, as cyborg sees it: a stand-in for the external events endpoint
+and the server list of the stuck-ARQ check, and the calls Nova makes to
+cyborg's API while it boots and deletes a server, exactly as Nova sends
+them."""
 
 import json
 import threading
+from urllib import parse
 import time
 import uuid
 
@@ -25,9 +27,16 @@ class StandInNova:
     ``status`` (200; 207 with ``event_code`` for every event; 404 as for
     instances that do not exist; 401 as for a token Nova refused). While
     ``gate`` is clear, a request is held (counted in ``held``) until it
-    is set."""
+    is set.
+
+    ``GET /v2.1/servers/detail?uuid=...`` lists the servers of ``servers``
+    ({uuid: status}) asked about, or answers ``servers_status`` when it
+    is not 200; each request's uuids go to ``servers_asked``. While
+    ``servers_gate`` is clear such a request is held (``servers_held``).
+    """
 
     EVENTS = '/v2.1/os-server-external-events'
+    SERVERS = '/v2.1/servers/detail'
 
     def __init__(self):
         self.events = []
@@ -37,6 +46,12 @@ class StandInNova:
         self.calls = []
         self.held = 0
         self.status = 200
+        self.servers = {}
+        self.servers_status = 200
+        self.servers_asked = []
+        self.servers_held = 0
+        self.servers_gate = threading.Event()
+        self.servers_gate.set()
         self.event_code = 422
         self.gate = threading.Event()
         self.gate.set()
@@ -45,6 +60,8 @@ class StandInNova:
                                             name='stand-in-nova')
 
     def __call__(self, environ, start_response):
+        if environ['PATH_INFO'] == self.SERVERS:
+            return self._list_servers(environ, start_response)
         length = int(environ.get('CONTENT_LENGTH') or 0)
         body = json.loads(environ['wsgi.input'].read(length) or b'{}')
         with self.lock:
@@ -73,6 +90,28 @@ class StandInNova:
                        [('Content-Type', 'application/json')])
         return [json.dumps(answer).encode()]
 
+    def _list_servers(self, environ, start_response):
+        query = parse.parse_qs(environ.get('QUERY_STRING', ''))
+        asked = query.get('uuid', [])
+        with self.lock:
+            self.calls.append('GET %s' % self.SERVERS)
+            self.servers_asked.append(asked)
+            self.servers_held += not self.servers_gate.is_set()
+            self.lock.notify_all()
+        self.servers_gate.wait(60)
+        if self.servers_status != 200:
+            answer = {'computeFault': {'code': self.servers_status,
+                                       'message': 'stand-in failure'}}
+        elif query.get('all_tenants') != ['1']:
+            answer = {'servers': []}
+        else:
+            answer = {'servers': [
+                {'id': server, 'status': self.servers[server]}
+                for server in asked if server in self.servers]}
+        start_response('%d Status' % self.servers_status,
+                       [('Content-Type', 'application/json')])
+        return [json.dumps(answer).encode()]
+
     @property
     def endpoint(self):
         return 'http://127.0.0.1:%d/v2.1' % self.server.port
@@ -81,6 +120,7 @@ class StandInNova:
         self.server.start()
         test.addCleanup(self.server.stop)
         test.addCleanup(self.gate.set)
+        test.addCleanup(self.servers_gate.set)
         return self
 
     def config(self):

@@ -12,6 +12,7 @@ from cyborg.tests import base as test_base
 # add a line to its version history and update the hash here.
 EXPECTED_FINGERPRINTS = {
     'AgentHello': '1.1-f007a0533def3e8455ea0951d1a5b5b5',
+    'ARQEventPayload': '1.0-2a653db8c24175810644285c644e353a',
     'DeviceEventPayload': '1.0-32d31cf92c3c35659867a89a285a4f58',
     'DriverAttachHandle': '1.0-901a3af18a826be07afeb34fa9a379cd',
     'DriverAttribute': '1.0-8b0258883e67fc59f2c5e5541bd52b43',
