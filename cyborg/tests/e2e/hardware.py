@@ -5,7 +5,8 @@ Each class gets a cloud of its own (``cloud.NovaCloud`` with
 ``sysfs_root``), in ``<work directory>/<name>``, on the tree its
 ``build_tree`` writes, with its ``cyborg_options``; it creates
 ``profiles`` (device profile name: groups) and one flavor ``e2e.<name>``
-per profile. Server helpers are test_nova's.
+per profile, and ``e2e.plain``, which asks for no accelerator. Server
+helpers are test_nova's.
 """
 
 import os
@@ -50,7 +51,11 @@ class HardwareTestCase(testtools.TestCase):
                                   nova_options=cls.nova_options)
         cls.cloud.setUp()
         try:
-            cls.flavors = {}
+            # A flavor that asks for no accelerator (ports bring theirs).
+            cls.flavors = {'e2e.plain': cls.cloud.nova(
+                'POST', '/flavors', {'flavor': {
+                    'name': 'e2e.plain', 'ram': 64, 'vcpus': 1, 'disk': 1}},
+                admin=True, expect=200).json()['flavor']['id']}
             for name, groups in cls.profiles.items():
                 cls.cloud.cyborg('POST', '/device_profiles', [
                     {'name': name, 'groups': groups}], expect=201)
