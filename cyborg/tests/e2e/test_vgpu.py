@@ -82,8 +82,11 @@ class VgpuThroughNovaTest(hardware.HardwareTestCase):
             {'domain': '0000', 'bus': 'af', 'device': '00', 'function': '0',
              'asked_type': TYPE},
             {k: v for k, v in info.items() if k != 'vgpu_mark'})
-        # cyborg created the mdev while it bound the ARQ.
+        # cyborg created the mdev while it bound the ARQ; the kernel
+        # would show it under the GPU, with its "remove".
         self.assertEqual(mdev_uuid, self.tree.read(GPU, CREATE))
+        remove = '%s/remove' % mdev_uuid
+        self.tree.write(GPU, remove, '')
 
         # Nova 34 finds cyborg's mdev under libvirt's name for it and
         # creates nothing.
@@ -109,6 +112,8 @@ class VgpuThroughNovaTest(hardware.HardwareTestCase):
         self.assertEqual([arq], self.cloud.arqs(server))
         self.delete(server)
         self.assertEqual({'VGPU': 0}, self.cloud.usages(self.gpu))
+        # cyborg removed the mdev when Nova deleted the ARQ.
+        self.assertEqual('1', self.tree.read(GPU, remove))
 
     def test_every_slot_once_then_no_valid_host(self):
         servers = [self.boot('e2e.e2e-vgpu', name='vgpu-%d' % i,
