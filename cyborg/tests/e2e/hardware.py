@@ -6,9 +6,11 @@ Each class gets a cloud of its own (``cloud.NovaCloud`` with
 ``build_tree`` writes, with its ``cyborg_options``; it creates
 ``profiles`` (device profile name: groups) and one flavor ``e2e.<name>``
 per profile, and ``e2e.plain``, which asks for no accelerator. Server
-helpers are test_nova's.
+helpers are test_nova's. Every exchange between Nova and cyborg goes to
+``cyborg-calls.json`` in its directory at the end.
 """
 
+import json
 import os
 import tempfile
 
@@ -68,6 +70,10 @@ class HardwareTestCase(testtools.TestCase):
     @classmethod
     def tearDownClass(cls):
         if getattr(cls, 'cloud', None) is not None:
+            # What Nova asked cyborg and what it got, for the curious.
+            with open(os.path.join(cls.workdir, 'cyborg-calls.json'),
+                      'w') as f:
+                json.dump(cls.cloud.proxy.exchanges, f, indent=1)
             cls.cloud.cleanUp()
         super().tearDownClass()
 
