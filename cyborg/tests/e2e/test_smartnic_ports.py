@@ -4,10 +4,11 @@
 cyborg's agent sees a host with an Intel X710 whose PF (``ens1f0``) is on
 ``physnet1`` (``[x710_static] physical_device_mappings``) with two VFs,
 offered as ``CUSTOM_NIC`` with the traits ``CUSTOM_PHYSNET1`` and
-``CUSTOM_VF``. A server booted with a plain flavor and such a port goes
-ACTIVE: Nova asked Placement for the profile's group on the port's
-behalf (``device_profile_<idx><port>``), created and bound one ARQ for
-the port and wrote the VF's ``pci_slot``, ``physical_network`` and the
+``CUSTOM_VF`` (``hardware``, whose cloud the vGPU tests share). A server
+booted with a plain flavor and such a port goes ACTIVE: Nova asked
+Placement for the profile's group on the port's behalf
+(``device_profile_<idx><port>``), created and bound one ARQ for the port
+and wrote the VF's ``pci_slot``, ``physical_network`` and the
 ARQ's uuid into the port's ``binding:profile`` (Neutron stand-in).
 Deleting the server unbinds the port, deletes the ARQ and frees the VF.
 A profile asking for two devices for one port is refused by Nova.
@@ -16,11 +17,8 @@ A profile asking for two devices for one port is refused by Nova.
 from cyborg.accelerator.common import records
 from cyborg.tests.e2e import cloud as e2e
 from cyborg.tests.e2e import hardware
-from cyborg.tests.unit.accelerator import sysfs
 
-PF = '0000:18:00.0'
-VFS = 2
-PHYSNET = 'physnet1'
+PHYSNET = hardware.PHYSNET
 VF = {'resources:CUSTOM_NIC': '1', 'trait:CUSTOM_PHYSNET1': 'required',
       'trait:CUSTOM_VF': 'required'}
 ACCELERATOR_DIRECT = 'accelerator-direct'
@@ -30,43 +28,26 @@ ARQ_KEYS = ('pci_slot', 'physical_network', 'arq_uuid')
 
 class SmartNicPortTest(hardware.HardwareTestCase):
 
-    name = 'smartnic'
-    cyborg_options = {
-        'agent': {'enabled_drivers': 'intel_nic_driver'},
-        'nic_devices': {'enabled_nic_types': 'x710_static'},
-        'x710_static': {'physical_device_mappings': PHYSNET + ':ens1f0'}}
     profiles = {'e2e-vf': [VF],
                 'e2e-two-vfs': [{'resources:CUSTOM_NIC': '2'}],
                 'e2e-vf-and-vf': [VF, VF]}
 
-    @staticmethod
-    def build_tree(root):
-        tree = sysfs.SysfsTree(root)
-        tree.add_card('x710', PF, vfs=VFS)
-        sysfs.add_netdev(tree, PF, 'ens1f0')
-        return tree
-
     def setUp(self):
         super().setUp()
-        self.vfs = {name: uuid for name, uuid in self.providers().items()}
-        self.assertEqual(VFS, len(self.vfs))
+        providers = self.providers()
+        self.vfs = {hardware.provider_name(vf): providers[
+            hardware.provider_name(vf)] for vf in hardware.NIC_VFS}
         self.network = self.cloud.neutron.add_network('e2e-' + PHYSNET,
                                                       physnet=PHYSNET)
-        self.addCleanup(self._vfs_free)
-
-    def _vfs_free(self):
-        for provider in self.vfs.values():
-            self.assertEqual({'CUSTOM_NIC': 0}, self.cloud.usages(provider))
-        self.assertEqual([], self.cloud.arqs())
 
     def port(self, profile, vnic_type=ACCELERATOR_DIRECT):
         return self.cloud.neutron.add_port(
             self.network, e2e.PROJECT, **{'binding:vnic_type': vnic_type,
-                             'device_profile': profile})['id']
+                                          'device_profile': profile})['id']
 
     def cyborg_calls(self, since):
         """(method, path, query, status) of Nova's calls to cyborg since
-        ``since`` (a proxy timestamp), in order."""
+        ``since`` (an index in the proxy's exchanges), in order."""
         return [(e['method'], e['path'], e['query'], e['status'])
                 for e in self.cloud.proxy.exchanges[since:]]
 

@@ -1,8 +1,9 @@
 """A vGPU (an NVIDIA mdev) from cyborg, through the real Nova.
 
-cyborg's agent sees a host with one Tesla T4 run by NVIDIA's vGPU host
+cyborg's agent sees a host with a Tesla T4 run by NVIDIA's vGPU host
 driver (``mdev_supported_types/nvidia-222``, ``GRID T4-1B``, 4 instances)
-and offers it as VGPU. A server whose flavor asks for a profile of
+and offers it as VGPU (``hardware``, whose cloud the SmartNIC tests
+share). A server whose flavor asks for a profile of
 ``resources:VGPU=1`` boots ACTIVE (Nova's fake virt driver); its bound
 ARQ is an MDEV handle, and cyborg created the mdev while binding (the
 privsep daemon wrote its uuid to the type's ``create``). Nova's own
@@ -23,38 +24,23 @@ from cyborg.accelerator.common import mdev
 from cyborg.accelerator.common import pci
 from cyborg.tests.e2e import cloud as e2e
 from cyborg.tests.e2e import hardware
-from cyborg.tests.unit.accelerator import sysfs
 
-GPU = '0000:af:00.0'
-TYPE = 'nvidia-222'
-SLOTS = 4
+GPU = hardware.GPU
+TYPE = hardware.VGPU_TYPE
+SLOTS = hardware.VGPU_SLOTS
+CREATE = hardware.VGPU_CREATE
 TRAIT = 'CUSTOM_NVIDIA_1EB8_T4_1B'
-CREATE = 'mdev_supported_types/%s/create' % TYPE
 CHECK = os.path.join(e2e.NOVA_SIDE, 'nova_mdev_check.py')
 
 
 class VgpuThroughNovaTest(hardware.HardwareTestCase):
 
-    name = 'vgpu'
-    cyborg_options = {
-        'agent': {'enabled_drivers': 'nvidia_gpu_driver'},
-        'gpu_devices': {'enabled_vgpu_types': TYPE},
-        'vgpu_' + TYPE: {'device_addresses': GPU}}
     profiles = {'e2e-vgpu': [{'resources:VGPU': '1',
                               'trait:' + TRAIT: 'required'}]}
 
-    @staticmethod
-    def build_tree(root):
-        tree = sysfs.SysfsTree(root)
-        tree.add_card('tesla_t4', GPU)
-        tree.add_mdev_type(GPU, TYPE, 'GRID T4-1B', SLOTS)
-        tree.write(GPU, CREATE, '')
-        return tree
-
     def setUp(self):
         super().setUp()
-        self.tree = sysfs.SysfsTree(self.cloud.sysfs_root)
-        [(self.gpu_name, self.gpu)] = self.providers().items()
+        self.gpu = self.providers()[hardware.provider_name(GPU)]
 
     def nova_mdevs(self, arqs, known=()):
         """What Nova's libvirt driver does with ``arqs`` when libvirt
