@@ -57,15 +57,22 @@ BOOT_TIMEOUT = 300
 
 class NovaCloud(fixtures.Fixture):
 
-    def __init__(self, venv, workdir, hosts=(HOST,), cyborg_options=None):
+    def __init__(self, venv, workdir, hosts=(HOST,), sysfs_root=None,
+                 cyborg_options=None, nova_options=None):
+        """``hosts``: the compute hosts, one nova-compute each, and cyborg's
+        agent of the same host name. ``sysfs_root``: a sysfs tree (a
+        directory) for cyborg's agent instead of the fake driver's card,
+        with ``cyborg_options`` (``{section: {option: value}}``, for example
+        the enabled drivers and their groups) added to cyborg.conf;
+        privileged writes to the tree (mdevs) go through a privsep daemon
+        started without sudo. ``nova_options`` are added to nova.conf."""
         super().__init__()
         self.venv = venv
         self.workdir = workdir
-        # The compute hosts: one nova-compute each, and cyborg's agent
-        # of the same host name.
         self.hosts = tuple(hosts)
-        #: More of cyborg's options, {section: {name: value}}.
+        self.sysfs_root = sysfs_root
         self.cyborg_options = cyborg_options or {}
+        self.nova_options = nova_options or {}
         self.processes = {}
         self.cyborg_starts = 0
         self.suffix = uuid.uuid4().hex[:10]
@@ -154,20 +161,27 @@ class NovaCloud(fixtures.Fixture):
         Nova's), retrying its Placement sync every second. Each start logs
         to a file of its own (``cyborg-aio-<n>.log``)."""
         self.cyborg_starts += 1
-        options = {
+        path = os.path.join(self.workdir, 'cyborg.conf')
+        sections = {
             'DEFAULT': {'host': HOST, 'debug': 'false'},
             'agent': {'resource_provider_name': HOST},
             'conductor': {'placement_retry_interval': 1},
             'nova': {'auth_type': 'admin_token', 'token': ADMIN_TOKEN,
                      'endpoint': self.nova_url}}
-        for section, values in self.cyborg_options.items():
-            options[section] = dict(options.get(section, {}), **values)
-        config = daemons.write_config(
-            os.path.join(self.workdir, 'cyborg.conf'), options)
+        args = []
+        if self.sysfs_root:
+            args = ['--sysfs-root', self.sysfs_root]
+            # The privsep daemon reads its sysfs root from the file.
+            sections['agent']['sysfs_root'] = self.sysfs_root
+            sections['cyborg_sys_admin'] = {'helper_command': '%s '
+                                            '--config-file %s' % (
+                                                _privsep_helper(), path)}
+        _merge(sections, self.cyborg_options)
+        config = daemons.write_config(path, sections)
         aio = daemons.Daemon(
             self, 'aio', ['--port', str(self.ports['cyborg']),
                           '--state-dir', os.path.join(self.workdir, 'cyborg'),
-                          '--config-file', config],
+                          '--config-file', config] + args,
             os.path.join(self.logs, 'cyborg-aio-%d.log' % self.cyborg_starts))
         daemons.wait_for_http(self.cyborg_url + '/v2', daemon=aio)
         self.processes['cyborg'] = aio
@@ -177,10 +191,11 @@ class NovaCloud(fixtures.Fixture):
         self.nova_dir = os.path.join(self.workdir, 'nova')
         os.makedirs(os.path.join(self.nova_dir, 'state'), exist_ok=True)
         noauth = {'auth_type': 'admin_token', 'token': ADMIN_TOKEN}
+        sections = {}
         # nova-api reads api-paste.ini from the configuration directory.
         paste = os.path.join(self.nova_dir, 'api-paste.ini')
         shutil.copy(os.path.join(NOVA_SIDE, 'api-paste.ini'), paste)
-        daemons.write_config(os.path.join(self.nova_dir, 'nova.conf'), {
+        sections.update({
             'DEFAULT': {
                 'host': HOST, 'my_ip': '127.0.0.1', 'debug': 'true',
                 'transport_url': self.transport_url,
@@ -209,6 +224,9 @@ class NovaCloud(fixtures.Fixture):
             'quota': {'instances': -1, 'cores': -1, 'ram': -1},
             'vnc': {'enabled': 'false'},
             'oslo_messaging_notifications': {'driver': 'noop'}})
+        _merge(sections, self.nova_options)
+        daemons.write_config(os.path.join(self.nova_dir, 'nova.conf'),
+                             sections)
 
     def nova_env(self):
         return {'OS_NOVA_CONFIG_DIR': self.nova_dir,
@@ -524,6 +542,17 @@ def nova_release(venv):
     if len(found) != 1:
         raise AssertionError('no single Nova in %s: %s' % (venv, found))
     return int(os.path.basename(found[0])[len('nova-'):].split('.')[0])
+
+
+def _merge(sections, more):
+    for section, options in more.items():
+        sections.setdefault(section, {}).update(options)
+
+
+def _privsep_helper():
+    """privsep-helper of the Python that runs cyborg-aio (root already:
+    no sudo)."""
+    return os.path.join(os.path.dirname(sys.executable), 'privsep-helper')
 
 
 def wait(predicate, timeout, what, interval=0.5):

@@ -13,6 +13,7 @@ import re
 import threading
 import time
 import uuid
+from urllib import parse
 
 import requests
 
@@ -163,20 +164,171 @@ class Glance(StandIn):
 
 
 class Neutron(StandIn):
-    """Enough of Neutron for servers booted with ``networks: none``:
-    every list is empty."""
+    """Enough of Neutron's v2.0 API for Nova, in memory: networks, subnets
+    and ports that a test adds (``add_network``, ``add_port``) or that it
+    creates through the API, listed with Neutron's filters (``id=a&id=b``,
+    ``fields=...``), shown, updated (``binding:profile`` is replaced
+    whole, as Neutron does) and deleted. A port has the
+    ``port_device_profile`` extension's ``device_profile``; binding it to
+    a host (``binding:host_id``) gives it the ``binding:vif_type`` of its
+    vNIC type. Every list is empty until a test adds something, which is
+    all that servers booted with ``networks: none`` need. ``requests``
+    records (method, path, body) of every request that changed a port.
+    """
 
     name = 'stand-in-neutron'
+    COLLECTIONS = {'networks': 'network', 'subnets': 'subnet',
+                   'ports': 'port'}
+    #: binding:vif_type of a bound port, by vNIC type.
+    VIF_TYPES = {'normal': 'ovs', 'direct': 'hw_veb',
+                 'accelerator-direct': 'hw_veb'}
+
+    def __init__(self):
+        super().__init__()
+        self.items = {collection: {} for collection in self.COLLECTIONS}
+        self.requests = []
+
+    def add_network(self, name, physnet=None, cidr='192.0.2.0/24'):
+        """A VLAN network on ``physnet`` (a VXLAN one without) with one
+        IPv4 subnet; returns the network."""
+        network_id, subnet_id = str(uuid.uuid4()), str(uuid.uuid4())
+        with self.lock:
+            self.items['subnets'][subnet_id] = {
+                'id': subnet_id, 'name': name, 'network_id': network_id,
+                'ip_version': 4, 'cidr': cidr,
+                'gateway_ip': cidr.rsplit('.', 1)[0] + '.1',
+                'enable_dhcp': False, 'dns_nameservers': [],
+                'host_routes': [], 'allocation_pools': [],
+                'ipv6_address_mode': None, 'ipv6_ra_mode': None,
+                'subnetpool_id': None, 'tenant_id': None,
+                'project_id': None}
+            network = self.items['networks'][network_id] = {
+                'id': network_id, 'name': name, 'status': 'ACTIVE',
+                'admin_state_up': True, 'shared': True,
+                'router:external': False, 'mtu': 1500,
+                'port_security_enabled': False, 'subnets': [subnet_id],
+                'provider:network_type': 'vlan' if physnet else 'vxlan',
+                'provider:physical_network': physnet,
+                'provider:segmentation_id': 100,
+                'tenant_id': None, 'project_id': None}
+            return copy.deepcopy(network)
+
+    def add_port(self, network, project, **fields):
+        """A port of ``project`` on ``network`` (as add_network returned
+        it) with the next free address of its subnet; returns the port."""
+        with self.lock:
+            port = self._new_port(dict(fields, network_id=network['id'],
+                                       tenant_id=project, project_id=project))
+            return copy.deepcopy(port)
+
+    def _new_port(self, fields):
+        network = self.items['networks'][fields['network_id']]
+        subnet = self.items['subnets'][network['subnets'][0]]
+        port_id = fields.pop('id', None) or str(uuid.uuid4())
+        index = len(self.items['ports']) + 10
+        port = {
+            'id': port_id, 'name': '', 'status': 'DOWN',
+            'admin_state_up': True, 'network_id': network['id'],
+            'mac_address': 'fa:16:3e:00:%02x:%02x' % divmod(index, 256),
+            'fixed_ips': [{'subnet_id': subnet['id'], 'ip_address':
+                           subnet['cidr'].rsplit('.', 1)[0] +
+                           '.%d' % index}],
+            'device_id': '', 'device_owner': '', 'security_groups': [],
+            'binding:vnic_type': 'normal', 'binding:profile': {},
+            'binding:host_id': '', 'binding:vif_type': 'unbound',
+            'binding:vif_details': {}, 'device_profile': None,
+            'port_security_enabled': False, 'tenant_id': None,
+            'project_id': None}
+        port.update(fields)
+        self.items['ports'][port_id] = port
+        return port
 
     def route(self, method, path, environ):
         if path in ('', '/'):
             return 200, {'versions': [{
                 'id': 'v2.0', 'status': 'CURRENT',
                 'links': [{'rel': 'self', 'href': self.url + '/v2.0/'}]}]}
-        match = re.match(r'^/v2\.0/([a-z_-]+)(\.json)?$', path)
-        if method == 'GET' and match:
-            return 200, {match.group(1): []}
+        match = re.match(r'^/v2\.0/([a-z_-]+)(?:/([^/.]+))?(\.json)?$',
+                         path)
+        if not match:
+            return None
+        collection, item_id = match.group(1), match.group(2)
+        query = parse.parse_qs(environ.get('QUERY_STRING') or '')
+        fields = query.pop('fields', None)
+        if collection not in self.COLLECTIONS:
+            # Extensions, security groups, floating IPs...: none.
+            return (200, {collection.replace('-', '_'): []}) if (
+                method == 'GET' and item_id is None) else None
+        items = self.items[collection]
+        singular = self.COLLECTIONS[collection]
+        if method == 'GET' and item_id is None:
+            return 200, {collection: [_fields(i, fields)
+                                      for i in items.values()
+                                      if _matches(i, query)]}
+        if item_id is not None and item_id not in items:
+            return 404, {'NeutronError': {
+                'type': '%sNotFound' % singular.title(),
+                'message': '%s %s could not be found' % (singular,
+                                                          item_id)}}
+        if method == 'GET':
+            return 200, {singular: _fields(items[item_id], fields)}
+        if collection == 'ports':
+            return self._change_port(method, path, item_id, environ)
         return None
+
+    def _change_port(self, method, path, port_id, environ):
+        """POST, PUT or DELETE of a port; recorded in ``requests``."""
+        body = _read_json(environ) if method in ('POST', 'PUT') else None
+        if (method == 'POST') != (port_id is None) or method not in (
+                'POST', 'PUT', 'DELETE'):
+            return None
+        self.requests.append((method, path, copy.deepcopy(body)))
+        if method == 'POST':
+            return 201, {'port': self._new_port(dict(body['port']))}
+        if method == 'DELETE':
+            del self.items['ports'][port_id]
+            return 204, None
+        return 200, {'port': self._update_port(self.items['ports'][port_id],
+                                               body['port'])}
+
+    def _update_port(self, port, changes):
+        port.update(copy.deepcopy(changes))
+        if 'binding:host_id' in changes:
+            bound = bool(port['binding:host_id'])
+            port['binding:vif_type'] = self.VIF_TYPES.get(
+                port['binding:vnic_type'], 'ovs') if bound else 'unbound'
+            port['status'] = 'ACTIVE' if bound else 'DOWN'
+        return copy.deepcopy(port)
+
+    def port(self, port_id):
+        with self.lock:
+            return copy.deepcopy(self.items['ports'][port_id])
+
+
+def _json_or_none(raw):
+    try:
+        return json.loads(raw) if raw else None
+    except ValueError:
+        return None
+
+
+def _matches(item, query):
+    """Whether ``item`` passes Neutron's list filters ``query``
+    ({field: [values]}); a field the item lacks filters nothing out, as
+    Neutron ignores filters it does not know."""
+    for key, values in query.items():
+        if key not in item:
+            continue
+        if str(item[key]) not in values and not (
+                isinstance(item[key], bool) and
+                str(item[key]).lower() in [v.lower() for v in values]):
+            return False
+    return True
+
+
+def _fields(item, fields):
+    item = copy.deepcopy(item)
+    return {k: v for k, v in item.items() if k in fields} if fields else item
 
 
 class TimingProxy(StandIn):
@@ -190,6 +342,9 @@ class TimingProxy(StandIn):
         super().__init__()
         self.target = target
         self.calls = []
+        #: Every exchange whole: method, path, query, request body (JSON
+        #: or None), status and answer (JSON or None).
+        self.exchanges = []
         # What went wrong between Nova and cyborg: 5xx answers and
         # requests the proxy could not forward.
         self.failures = []
@@ -239,6 +394,11 @@ class TimingProxy(StandIn):
         with self.lock:
             self.calls.append((method, path, response.status_code, elapsed,
                                started))
+            self.exchanges.append({
+                'method': method, 'path': path, 'query': query or '',
+                'body': _json_or_none(body),
+                'status': response.status_code,
+                'answer': _json_or_none(response.content)})
             if response.status_code >= 500:
                 self.failures.append('%s %s: %d %s' % (
                     method, url, response.status_code, response.text))

@@ -129,6 +129,10 @@ SKIPS = {
         'needs osc-placement and a server Nova booted',
     ('doc/source/user/flavors.rst', 'openstack accelerator arq show'):
         'needs the ARQ of a server Nova booted',
+    ('doc/source/user/smartnic.rst', 'openstack port'): NOVA,
+    ('doc/source/user/smartnic.rst', 'openstack server create'): NOVA,
+    ('doc/source/user/vgpu.rst', 'openstack flavor'): NOVA,
+    ('doc/source/user/vgpu.rst', 'openstack server create'): NOVA,
 }
 
 # (page, start of the command): why it may exit non-zero without an API

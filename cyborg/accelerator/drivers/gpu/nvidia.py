@@ -33,6 +33,7 @@ import os
 
 from oslo_log import log as logging
 
+from cyborg.accelerator.common import mdev
 from cyborg.accelerator.common import pci
 from cyborg.accelerator.common import pciids
 from cyborg.accelerator.common import privileged
@@ -275,8 +276,10 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
             raise base.OperationFailed('%s has no vGPU type %s' % (
                 pci_address, mdev_type))
         privileged.create_mdev(pci_address, mdev_type, mdev_uuid)
-        LOG.info('Created mdev %s of type %s on %s', mdev_uuid, mdev_type,
-                 pci_address)
+        # Nova 34 finds it under libvirt's name and creates no other.
+        LOG.info('Created mdev %s of type %s on %s (libvirt node device %s)',
+                 mdev_uuid, mdev_type, pci_address,
+                 mdev.libvirt_name(mdev_uuid, pci_address))
         return True
 
     def remove_mdev(self, pci_address, mdev_type, mdev_uuid):

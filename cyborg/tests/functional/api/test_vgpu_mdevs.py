@@ -11,6 +11,7 @@ import fixtures
 from keystoneauth1 import loading as ks_loading
 from oslo_utils import uuidutils
 
+from cyborg.accelerator.common import mdev as mdev_names
 from cyborg.accelerator.common import pci
 from cyborg.agent import manager as agent_manager
 from cyborg.common import rpc
@@ -92,12 +93,22 @@ class VgpuMdevTest(test_deployables.Inventory, base.APIResourceTestCase):
         arq = self.get(PATH + '/' + arq['uuid'], headers=base.MEMBER).json
         self.assertEqual(states.BOUND, arq['state'])
         self.assertEqual('MDEV', arq['attach_handle_type'])
-        self.assertEqual(TYPE, arq['attach_handle_info']['asked_type'])
+        # What Nova 34's libvirt driver reads of an MDEV ARQ, besides
+        # the top-level attach_handle_uuid (the mdev's).
+        info = arq['attach_handle_info']
+        self.assertEqual(
+            {'domain': '0000', 'bus': '3b', 'device': '00', 'function': '0',
+             'asked_type': TYPE},
+            {key: info.get(key) for key in ('domain', 'bus', 'device',
+                                            'function', 'asked_type')})
         return arq['attach_handle_uuid']
 
     def test_bind_creates_the_mdev_and_a_reboot_gets_it_back(self):
         mdev = self.bound_mdev()
         self.assertEqual(mdev, self.tree.read(GPU, CREATE))
+        # The name Nova 34 looks it up by in libvirt.
+        self.assertIn('(libvirt node device %s)' % mdev_names.libvirt_name(
+            mdev, GPU), self.logs.output)
         # The kernel made it; an agent restart without a reboot finds it
         # and leaves it alone.
         self.tree.write(GPU, '%s/remove' % mdev, '')

@@ -8,6 +8,8 @@ from unittest import mock
 
 import fixtures
 
+from cyborg.accelerator.common import mdev
+from cyborg.accelerator.common import pci
 from cyborg.accelerator.common import privileged
 from cyborg.accelerator import drivers
 from cyborg.accelerator.drivers import base
@@ -475,6 +477,19 @@ class MdevTest(sysfs.SysfsTestCase):
         self.driver.create_mdev(self.GPU, self.TYPE, self.MDEV)
         self.assertEqual(self.MDEV, self.tree.read(
             self.GPU, 'mdev_supported_types/%s/create' % self.TYPE))
+
+    def test_libvirt_name(self):
+        # What Nova 34 looks the mdev of a cyborg ARQ up by, and libvirt
+        # names an mdev made through sysfs.
+        expected = 'mdev_5e6c1a2b_3d4e_4f50_8a61_72b8c9d0e1f2_0000_3b_00_0'
+        self.assertEqual(expected, mdev.libvirt_name(self.MDEV, self.GPU))
+        self.assertEqual(expected, mdev.libvirt_name(
+            self.MDEV, pci.PciAddress.parse('3b:00.0')))
+        self.assertEqual(
+            'mdev_5e6c1a2b_3d4e_4f50_8a61_72b8c9d0e1f2_0001_af_1f_7',
+            mdev.libvirt_name(self.MDEV, '0001:af:1f.7'))
+        self.assertRaises(ValueError, mdev.libvirt_name, 'nope', self.GPU)
+        self.assertRaises(ValueError, mdev.libvirt_name, self.MDEV, 'x')
 
     def test_create_of_an_existing_mdev_does_nothing(self):
         self.tree.write(self.GPU, '%s/remove' % self.MDEV, '')
