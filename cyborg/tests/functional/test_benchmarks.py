@@ -143,6 +143,23 @@ class ReportStormBenchmarkTest(testtools.TestCase):
             set(numbers['placement_cpu_ms_per_request_first']))
 
 
+class PlacementCostsBenchmarkTest(testtools.TestCase):
+
+    def test_one_round_on_mariadb(self):
+        database = services.require(self, 'mysql')
+        numbers = run_bench(self, 'placement_costs', '--rounds', '1',
+                            '--db-url', database)
+        # Every way of making a device's provider, each request counted:
+        # 16 devices a way, their providers and traits made three times.
+        self.assertEqual({
+            'GET /resource_providers?name=': 12,
+            'POST /resource_providers': 48, 'PUT .../traits': 48,
+            'POST /reshaper, per device': 1, 'POST .../inventories': 16,
+            'PUT .../inventories': 16}, numbers['requests'])
+        for kind, ms in numbers['cpu_ms_median'].items():
+            self.assertGreater(ms, 0, kind)
+
+
 class AgentBenchmarkTest(testtools.TestCase):
 
     def test_small_run_on_rabbitmq(self):
