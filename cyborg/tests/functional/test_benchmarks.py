@@ -57,6 +57,27 @@ class APIBenchmarkTest(testtools.TestCase):
         self.assertEqual((6, 6), (numbers['booted'], numbers['nova_events']))
         self.assertGreater(numbers['cycle_concurrent_server_cpu_ms'], 0)
 
+    def test_small_run_of_the_split_daemons(self):
+        # Placement, cyborg-conductor, cyborg-agent and cyborg-api, each
+        # in a process of its own, on MariaDB and RabbitMQ.
+        transport = services.require(self, 'rabbit')
+        database = services.require(self, 'mysql')
+        numbers = run_bench(self, 'api', '--split', '--lists', '0',
+                            '--cycles', '4', '--concurrency', '2',
+                            '--db-url', database, '--transport-url',
+                            transport)
+        self.assertEqual(('split daemons', 'mysql', 'rabbit', 0), (
+            numbers['server'], numbers['database'], numbers['transport'],
+            numbers['cycle_concurrent_errors']))
+        self.assertEqual((6, 6), (numbers['booted'], numbers['nova_events']))
+        # The server's CPU is that of its four processes; the API and
+        # the conductor worked on every boot.
+        parts = numbers['cycle_sequential_server_cpu_ms_by_process']
+        self.assertEqual({'placement', 'conductor', 'agent', 'api'},
+                         set(parts))
+        self.assertGreater(parts['api'], 0)
+        self.assertGreater(parts['conductor'], 0)
+
 
 class ReportStormBenchmarkTest(testtools.TestCase):
 
@@ -120,6 +141,23 @@ class ReportStormBenchmarkTest(testtools.TestCase):
         self.assertEqual(
             set(numbers['placement_requests_first_by_kind']),
             set(numbers['placement_cpu_ms_per_request_first']))
+
+
+class PlacementCostsBenchmarkTest(testtools.TestCase):
+
+    def test_one_round_on_mariadb(self):
+        database = services.require(self, 'mysql')
+        numbers = run_bench(self, 'placement_costs', '--rounds', '1',
+                            '--db-url', database)
+        # Every way of making a device's provider, each request counted:
+        # 16 devices a way, their providers and traits made three times.
+        self.assertEqual({
+            'GET /resource_providers?name=': 12,
+            'POST /resource_providers': 48, 'PUT .../traits': 48,
+            'POST /reshaper, per device': 1, 'POST .../inventories': 16,
+            'PUT .../inventories': 16}, numbers['requests'])
+        for kind, ms in numbers['cpu_ms_median'].items():
+            self.assertGreater(ms, 0, kind)
 
 
 class AgentBenchmarkTest(testtools.TestCase):
