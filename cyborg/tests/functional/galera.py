@@ -21,6 +21,7 @@ node use the first.
 import atexit
 import contextlib
 import functools
+import inspect
 import os
 import shutil
 import socket
@@ -280,7 +281,7 @@ _ROUTE = threading.local()
 
 
 def current_node():
-    return getattr(_ROUTE, 'node', 0)
+    return getattr(_ROUTE, 'node', None) or 0
 
 
 @contextlib.contextmanager
@@ -300,7 +301,7 @@ def route(manager, index):
     the methods' attributes (signing markers)."""
     for name in dir(type(manager)):
         method = getattr(manager, name)
-        if name.startswith('_') or not callable(method):
+        if name.startswith('_') or not inspect.isroutine(method):
             continue
 
         def routed(*args, __method=method, **kwargs):

@@ -30,6 +30,7 @@ from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import galera
 from cyborg.tests.functional import nova
+from cyborg.tests.functional import test_two_conductors
 
 PROJECT = 'b8d3f5ae4b204c1c9a3f1e0d7c6b5a49'
 PROFILE = 'galera-fpga'
@@ -189,3 +190,21 @@ class ConcurrentBindTest(GaleraTestCase):
         for manager in self.managers:
             self.assertTrue(manager.binding.events.wait_idle(30))
         self.assertEqual(self.ARQS, len(self.nova.events))
+
+
+class TwoConductorsGaleraTest(test_two_conductors._TwoConductorsTests,
+                              base.TestCase):
+    """The two-conductor reports, heartbeats and sweeps, each conductor
+    on its own node."""
+
+    def use_database(self):
+        self.db = self.useFixture(
+            galera.Database(galera.shared_cluster(self)))
+        self.deadlocks = DeadlockCounter(self.db.engines)
+
+    def place(self, manager, index):
+        return galera.route(manager, index)
+
+    def sweep(self, index):
+        with galera.on_node(index):
+            super().sweep(index)
