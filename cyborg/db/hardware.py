@@ -62,4 +62,4 @@ def get_all(context, hostname=None, offered=None):
     query = query.order_by(models.Host.hostname, models.HostHardware.address,
                            models.HostHardware.driver)
     keys = ('host',) + COLUMNS
-    return [dict(zip(keys, row)) for row in query]
+    return [dict(zip(keys, row, strict=True)) for row in query]

@@ -87,7 +87,8 @@ def _deployables(devices, count, hostname_of):
                 'id': i, 'host_id': hostname_of[device['hostname']],
                 'address': address, 'vendor_id': '8086',
                 'product_id': '0b30', 'name': 'bulk FPGA',
-                'kernel_driver': 'vfio-pci', 'driver': 'fake_%d' % device['id'],
+                'kernel_driver': 'vfio-pci',
+                'driver': 'fake_%d' % device['id'],
                 'offered': True, 'setup_required': False,
                 'reboot_required': False,
                 'created_at': device['created_at']})
