@@ -59,9 +59,16 @@ _VIEWS = sa.select(
         _AH, _AH.c.id == _ARQ.c.attach_handle_id))
 
 
-def _view(row):
+def _view(row, profiles=None):
+    """The ARQView of ``row``; ``profiles`` ({profile_json: groups}),
+    shared by the rows of one list, parses each profile once."""
     values = list(row)
-    groups = jsonutils.loads(values[6]).get('groups', [])
+    if profiles is None:
+        profiles = {}
+    groups = profiles.get(values[6])
+    if groups is None:
+        groups = profiles[values[6]] = jsonutils.loads(values[6]).get(
+            'groups', [])
     index = values[5]
     values[6] = groups[index] if 0 <= index < len(groups) else {}
     values[13] = jsonutils.loads(values[13]) if values[13] else {}
@@ -116,7 +123,9 @@ def _select_views(context, page=None, **filters):
                                      marker_scope=scope)
     else:
         statement = _views(*names)
-    return [_view(row) for row in _run(context, statement, **params)]
+    profiles = {}
+    return [_view(row, profiles)
+            for row in _run(context, statement, **params)]
 
 
 @db_api.reader

@@ -150,6 +150,9 @@ class Deployable(Base):
         sa.Index('deployables_parent_id_idx', 'parent_id'),
         sa.Index('deployables_root_id_idx', 'root_id'),
         sa.Index('deployables_device_id_idx', 'device_id'),
+        # The list's default order (newest first): a page is read from
+        # the index, not sorted from the whole table.
+        sa.Index('deployables_created_at_idx', 'created_at'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)
@@ -226,6 +229,7 @@ class ExtendedAcceleratorRequest(Base):
         sa.Index('extended_arqs_deployable_id_idx', 'deployable_id'),
         sa.Index('extended_arqs_unconfirmed_idx', 'instance_confirmed',
                  'instance_checked_at'),
+        sa.Index('extended_arqs_created_at_idx', 'created_at'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)

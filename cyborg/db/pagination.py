@@ -8,6 +8,12 @@ and pages never repeat or skip a row. NULLs sort as the smallest value on
 every database (MySQL and PostgreSQL disagree by default), and the marker
 condition knows it; oslo.db's ``paginate_query`` skips rows after a NULL
 marker value, hence this module.
+
+The ORDER BY is plain columns, so that an index on the sort key (InnoDB
+adds the primary key to every index) returns a page without sorting the
+table: MySQL, MariaDB and SQLite put NULLs first ascending already, and
+PostgreSQL is told ``NULLS FIRST``/``NULLS LAST``; a column that cannot
+be NULL needs neither.
 """
 
 import collections
@@ -44,15 +50,24 @@ def _after(column, id_column, value, marker_id, ascending):
                       sa.and_(column == value, id_column > marker_id))
     if value is None:
         return sa.and_(column.is_(None), id_column < marker_id)
-    return sa.or_(column < value, column.is_(None),
-                  sa.and_(column == value, id_column < marker_id))
+    later = [column < value, sa.and_(column == value, id_column < marker_id)]
+    if column.nullable:
+        later.append(column.is_(None))
+    return sa.or_(*later)
 
 
-def _order(column, ascending):
-    nulls_last = sa.case((column.is_(None), 0), else_=1)
-    if ascending:
-        return [nulls_last.asc(), column.asc()]
-    return [nulls_last.desc(), column.desc()]
+def _order(column, ascending, dialect):
+    """``column`` in the order, NULLs as the smallest value."""
+    ordered = column.asc() if ascending else column.desc()
+    if column.nullable and dialect == 'postgresql':
+        ordered = ordered.nulls_first() if ascending else ordered.nulls_last()
+    return [ordered]
+
+
+def _dialect(query, session):
+    """The database ``query`` runs on: an ORM Query knows its session."""
+    session = session or query.session
+    return session.get_bind().dialect.name
 
 
 def apply(query, model, page=None, default_key='id', default_dir=ASC,
@@ -77,7 +92,8 @@ def apply(query, model, page=None, default_key='id', default_dir=ASC,
             query = query.filter(_after(column, id_column,
                                         getattr(marker, key),
                                         marker.id, ascending))
-    order = [] if key == 'id' else _order(column, ascending)
+    order = [] if key == 'id' else _order(column, ascending,
+                                          _dialect(query, session))
     query = query.order_by(*order,
                            id_column.asc() if ascending else id_column.desc())
     if page.limit is not None:

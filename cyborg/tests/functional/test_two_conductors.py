@@ -4,9 +4,12 @@ both conductors, end with the database and Placement showing each host's
 last report."""
 
 import collections
-import functools
 import concurrent.futures
+import datetime
+import functools
 import uuid
+
+from oslo_messaging.notify import _impl_test as notify_test
 
 from cyborg.agent import reporter as agent_reporter
 from cyborg.common import context
@@ -40,7 +43,7 @@ class _TwoConductorsTests:
 
     def setUp(self):
         super().setUp()
-        self.useFixture(cyborg_fixtures.Database(self, self.backend))
+        self.use_database()
         # Both conductors consume the one conductor topic (in-process
         # messaging: they compete for each message as on RabbitMQ).
         self.useFixture(cyborg_fixtures.Messaging(self, self.conf, 'fake'))
@@ -48,9 +51,11 @@ class _TwoConductorsTests:
             placement_fixture.Placement(self.conf))
         self.ctx = context.get_admin_context()
         self.taken = collections.defaultdict(set)
-        for name in CONDUCTORS:
+        self.managers = []
+        for index, name in enumerate(CONDUCTORS):
             manager = conductor_manager.ConductorManager(name, self.conf)
             manager.report_data = self._counted(name, manager.report_data)
+            self.managers.append(self.place(manager, index))
             cyborg_fixtures.start_rpc_service(self, manager,
                                               rpc.CONDUCTOR_TOPIC, name)
         self.api = conductor_rpcapi.ConductorAPI()
@@ -72,6 +77,14 @@ class _TwoConductorsTests:
             self.api.agent_hello(self.ctx, host_obj.AgentHello(
                 hostname=hostname, status='READY', endpoint=hostname,
                 version='1', drivers=[]))
+
+    def use_database(self):
+        self.useFixture(cyborg_fixtures.Database(self, self.backend))
+
+    def place(self, manager, index):
+        """Conductor ``index`` (its manager) where it runs; here, all
+        in one process on one database."""
+        return manager
 
     def _counted(self, name, function):
         # wraps: the endpoint stays a host method (see signing).
@@ -149,6 +162,40 @@ class _TwoConductorsTests:
         # Both conductors took reports of every host.
         self.assertEqual({name: set(self.hosts) for name in CONDUCTORS},
                          dict(self.taken))
+
+    def sweep(self, index):
+        """Conductor ``index``'s periodic liveness check."""
+        self.managers[index].liveness.check_hosts()
+
+    def test_heartbeats_and_sweeps_on_both_mark_each_silent_host_once(self):
+        silent, alive = self.hosts[:HOSTS // 2], self.hosts[HOSTS // 2:]
+        with db_api.writer.using(self.ctx) as session:
+            session.query(models.Host).filter(
+                models.Host.hostname.in_(silent)).update(
+                {'last_seen_at': datetime.datetime(2000, 1, 1)},
+                synchronize_session=False)
+        del notify_test.NOTIFICATIONS[:]
+        beats = [(index, hostname) for index in range(len(CONDUCTORS))
+                 for hostname in alive for _ in range(3)]
+        work = ([functools.partial(self.managers[i].agent_heartbeat,
+                                   self.ctx, h) for i, h in beats]
+                + [functools.partial(self.sweep, i)
+                   for i in range(len(CONDUCTORS)) for _ in range(2)])
+        with concurrent.futures.ThreadPoolExecutor(len(work)) as pool:
+            # None fails: conflicting writes are retried.
+            for future in [pool.submit(job) for job in work]:
+                future.result()
+        with db_api.reader.using(self.ctx) as session:
+            status = dict(session.query(models.Host.hostname,
+                                        models.Host.status).filter(
+                models.Host.hostname.in_(self.hosts)))
+        self.assertEqual(dict.fromkeys(silent, 'down')
+                         | dict.fromkeys(alive, 'up'), status)
+        down = [message['payload']['cyborg_object.data']['hostname']
+                for _ctx, message, _priority, _retry
+                in notify_test.NOTIFICATIONS
+                if message['event_type'] == 'cyborg.host.down']
+        self.assertEqual(sorted(silent), sorted(down))
 
 
 class TwoConductorsMySQLTest(_TwoConductorsTests, base.TestCase):
