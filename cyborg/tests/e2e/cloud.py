@@ -64,7 +64,7 @@ class NovaCloud(fixtures.Fixture):
         self.ports = {name: daemons.free_port()
                       for name in ('cyborg', 'nova_api')}
         self.cyborg_url = 'http://127.0.0.1:%d' % self.ports['cyborg']
-        self.placement_url = self.cyborg_url + '/placement'
+        self.placement_url = self.start_placement()
         self.nova_url = 'http://127.0.0.1:%d/v2.1' % self.ports['nova_api']
         self.glance = self.useFixture(_Started(standins.Glance()))
         self.neutron = self.useFixture(_Started(standins.Neutron()))
@@ -124,18 +124,26 @@ class NovaCloud(fixtures.Fixture):
         with admin.connect() as connection:
             connection.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
 
+    def start_placement(self):
+        """The Placement everyone uses: cyborg-aio's embedded one."""
+        return self.cyborg_url + '/placement'
+
+    def cyborg_config(self):
+        """The sections of cyborg-aio's configuration file."""
+        return {
+            'DEFAULT': {'host': HOST, 'debug': 'false'},
+            'agent': {'resource_provider_name': HOST},
+            'conductor': {'placement_retry_interval': 1},
+            'nova': {'auth_type': 'admin_token', 'token': ADMIN_TOKEN,
+                     'endpoint': self.nova_url}}
+
     def start_cyborg(self):
         """cyborg-aio, told where Nova is (so the compute node provider is
         Nova's), retrying its Placement sync every second. Each start logs
         to a file of its own (``cyborg-aio-<n>.log``)."""
         self.cyborg_starts += 1
         config = daemons.write_config(
-            os.path.join(self.workdir, 'cyborg.conf'), {
-                'DEFAULT': {'host': HOST, 'debug': 'false'},
-                'agent': {'resource_provider_name': HOST},
-                'conductor': {'placement_retry_interval': 1},
-                'nova': {'auth_type': 'admin_token', 'token': ADMIN_TOKEN,
-                         'endpoint': self.nova_url}})
+            os.path.join(self.workdir, 'cyborg.conf'), self.cyborg_config())
         aio = daemons.Daemon(
             self, 'aio', ['--port', str(self.ports['cyborg']),
                           '--state-dir', os.path.join(self.workdir, 'cyborg'),
