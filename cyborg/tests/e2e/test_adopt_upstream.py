@@ -6,9 +6,10 @@ API, conductor and agent with its fake driver, on MariaDB, with a
 standalone Placement: ``upstream_cloud.UpstreamNovaCloud``); then
 upstream's services stop, ``cyborg-dbsync adopt --from`` copies its
 database into ours, and cyborg-aio takes its place on the endpoint Nova
-knows. The servers are rebooted, shelved, offloaded, unshelved and
-deleted through Nova, and every ARQ and every Placement allocation ends
-as Nova expects.
+knows. ``cyborg-status upgrade check`` finds the adoption complete and
+consistent with Placement. The servers are rebooted, rebuilt, shelved,
+offloaded, unshelved and deleted through Nova, and every ARQ and every
+Placement allocation ends as Nova expects.
 """
 
 import os
@@ -127,6 +128,8 @@ class ServersSurviveTheTakeOverTest(testtools.TestCase):
                               if r[0] != 'GET' and 'nova' not in r[2]])
         self.assertEqual(before, self.card_state())
         self.assertEqual(arqs, {s: self.bound(s) for s in servers})
+        self.assertIn('Adoption of upstream Cyborg', self._adoption_check())
+        self.assertIn('Success', self._adoption_check())
 
         # Nova's operations on the adopted servers, against cyborg.
         first, second = servers
@@ -143,6 +146,9 @@ class ServersSurviveTheTakeOverTest(testtools.TestCase):
         self.wait_for(first, 'ACTIVE')
         self.assertNotEqual(arqs[first]['uuid'], self.bound(first)['uuid'])
         self.assertEqual({'FPGA': SERVERS}, cloud.usages(self.card))
+        self.action(second, {'rebuild': {'imageRef': standins.IMAGE_ID}})
+        self.wait_for(second, 'ACTIVE')
+        self.assertEqual(arqs[second], self.bound(second))
 
         for server in servers:
             self._delete(server)
@@ -159,6 +165,20 @@ class ServersSurviveTheTakeOverTest(testtools.TestCase):
             raise AssertionError('\n'.join(refused))
         return self.cloud.log_lines(
             'cyborg-aio', 'adopted from upstream Cyborg, is confirmed')
+
+    def _adoption_check(self):
+        """The lines of ``cyborg-status upgrade check`` about the
+        adoption: from its check's name to the next check's."""
+        if not hasattr(self, '_check_output'):
+            self._check_output = self.cloud.upgrade_check()
+        lines = self._check_output.splitlines()
+        start = [i for i, line in enumerate(lines)
+                 if 'Adoption of upstream Cyborg' in line]
+        if not start:
+            raise AssertionError(self._check_output)
+        end = [i for i, line in enumerate(lines)
+               if i > start[0] and 'Check:' in line] or [len(lines)]
+        return '\n'.join(lines[start[0]:end[0]])
 
     def _handles(self):
         """(attach handles, those in use) in cyborg's database."""

@@ -182,6 +182,19 @@ class UpstreamNovaCloud(cloud.NovaCloud):
         self.start_cyborg()
         return done.stdout
 
+    def upgrade_check(self):
+        """``cyborg-status upgrade check`` on cyborg-aio's configuration
+        file: its output (kept in ``logs/cyborg-status.log``)."""
+        done = subprocess.run(
+            [sys.executable, '-m', 'cyborg.cmd.status', '--config-file',
+             os.path.join(self.workdir, 'cyborg.conf'), 'upgrade', 'check'],
+            capture_output=True, text=True, timeout=300,
+            env=dict(os.environ, PYTHONWARNINGS='ignore'))
+        with open(os.path.join(self.logs, 'cyborg-status.log'), 'w') as f:
+            f.write('exit %d\n%s%s' % (done.returncode, done.stdout,
+                                       done.stderr))
+        return done.stdout + done.stderr
+
     def cyborg_config(self):
         sections = super().cyborg_config()
         if self.adopted:
