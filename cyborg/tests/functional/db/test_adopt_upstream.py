@@ -331,6 +331,35 @@ class _AdoptionTests:
                       .get_traits(placement.client,
                                   fpga['deployable']['rp_uuid'])[0])
 
+    def test_a_device_at_another_control_path_is_refused_not_an_error(self):
+        """Our driver writes the FPGA's control path otherwise (and so
+        its handles), while two of its handles are in use by upstream's
+        ARQs: the report is refused and logged, nothing changes."""
+        self.adopt()
+        fpga = self.written['devices'][1]
+        compact = {'separators': (',', ':')}
+        fpga['cpid_info'] = json.dumps(json.loads(fpga['cpid_info']),
+                                       **compact)
+        fpga['attach_infos'] = [json.dumps(json.loads(info), **compact)
+                                for info in fpga['attach_infos']]
+        devices = reported_devices(self.written['devices'],
+                                   fpga['hostname'])
+        log = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.conductor.reporting', level=logging.WARNING))
+        ctx = cyborg_context.get_admin_context()
+        self.assertIsNone(reporting.Reporting(self.conf).report(
+            ctx, fpga['hostname'], devices,
+            agent_reporter.report_hash(devices)))
+        self.assertIn('reports its devices otherwise than upstream',
+                      log.output)
+        with self.db.engine.connect() as connection:
+            cpids = dict(connection.execute(
+                models.ControlpathID.__table__.select().with_only_columns(
+                    models.ControlpathID.uuid, models.ControlpathID.cpid_info)
+            ).all())
+        self.assertEqual({d['cpid']: d['cpid_info']
+                          for d in self.upstream.written['devices']}, cpids)
+
     def test_upgrade_check_follows_the_adoption(self):
         # The fixture points the engine at its database already.
         self.useFixture(fixtures.MockPatchObject(db_api, 'configure'))
