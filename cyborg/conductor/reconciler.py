@@ -286,11 +286,16 @@ class HostReconciler:
             db_rows.update_changed(row, dict(_handle_values(handle),
                                              cpid_id=place.cpid_id))
         gone = [h for h in diff.removed if not self._handle_in_use(h)]
-        if len(gone) < len(diff.removed):
+        kept = [h for h in diff.removed if self._handle_in_use(h)]
+        if kept:
             LOG.warning('%d attach handles of deployable %s are no longer '
                         'reported but are in use; they are kept',
-                        len(diff.removed) - len(gone), node.row.name)
-            self.counts['handles_kept'] += len(diff.removed) - len(gone)
+                        len(kept), node.row.name)
+            self.counts['handles_kept'] += len(kept)
+        # A kept handle follows its deployable to the device it is on now:
+        # the control path id of a device that went may not outlive it.
+        for row in kept:
+            db_rows.update_changed(row, {'cpid_id': place.cpid_id})
         db_devices.delete_attach_handles(self.context,
                                          [h.id for h in gone])
         db_devices.add_attach_handles(self.context, [

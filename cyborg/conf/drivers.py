@@ -44,6 +44,18 @@ gpu_opts = [
 
 fake_opts = [
     cfg.StrOpt(
+        'report_as', default='cyborg', choices=[
+            ('cyborg', 'the card as a real driver of ours reports one: '
+                       'lower-case PCI ids, a model, attribute "trait0"'),
+            ('upstream', 'the card exactly as OpenStack Cyborg\'s own '
+                         'fake driver reports it, for a cloud adopted from '
+                         'upstream Cyborg that ran its fake driver')],
+        help='How the fake driver reports its card. After "cyborg-dbsync '
+             'adopt" of a cloud that ran upstream\'s fake driver (a test '
+             'cloud, devstack), "upstream" makes the first report of '
+             'each adopted host match the adopted rows, so nothing '
+             'changes in the database or in Placement.'),
+    cfg.StrOpt(
         'hold_dir',
         help='For tests only: when set, the fake driver holds every FPGA '
              'programming half-way. It writes a file named "held-<pid>-'

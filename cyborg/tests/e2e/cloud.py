@@ -109,7 +109,7 @@ class NovaCloud(fixtures.Fixture):
         self.ports = {name: daemons.free_port()
                       for name in ('cyborg', 'nova_api')}
         self.cyborg_url = 'http://127.0.0.1:%d' % self.ports['cyborg']
-        self.placement_url = self.cyborg_url + '/placement'
+        self.placement_url = self.start_placement()
         self.nova_url = 'http://127.0.0.1:%d/v2.1' % self.ports['nova_api']
 
     def _bin(self, name):
@@ -156,28 +156,36 @@ class NovaCloud(fixtures.Fixture):
         with admin.connect() as connection:
             connection.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
 
-    def start_cyborg(self):
-        """cyborg-aio, told where Nova is (so the compute node provider is
-        Nova's), retrying its Placement sync every second. Each start logs
-        to a file of its own (``cyborg-aio-<n>.log``)."""
-        self.cyborg_starts += 1
-        path = os.path.join(self.workdir, 'cyborg.conf')
+    def start_placement(self):
+        """The Placement everyone uses: cyborg-aio's embedded one."""
+        return self.cyborg_url + '/placement'
+
+    def aio_config(self, path):
+        """The sections of cyborg-aio's configuration file, to be written
+        at ``path``."""
         sections = {
             'DEFAULT': {'host': HOST, 'debug': 'false'},
             'agent': {'resource_provider_name': HOST},
             'conductor': {'placement_retry_interval': 1},
             'nova': {'auth_type': 'admin_token', 'token': ADMIN_TOKEN,
                      'endpoint': self.nova_url}}
-        args = []
         if self.sysfs_root:
-            args = ['--sysfs-root', self.sysfs_root]
             # The privsep daemon reads its sysfs root from the file.
             sections['agent']['sysfs_root'] = self.sysfs_root
             sections['cyborg_sys_admin'] = {'helper_command': '%s '
                                             '--config-file %s' % (
                                                 _privsep_helper(), path)}
         _merge(sections, self.cyborg_options)
-        config = daemons.write_config(path, sections)
+        return sections
+
+    def start_cyborg(self):
+        """cyborg-aio, told where Nova is (so the compute node provider is
+        Nova's), retrying its Placement sync every second. Each start logs
+        to a file of its own (``cyborg-aio-<n>.log``)."""
+        self.cyborg_starts += 1
+        path = os.path.join(self.workdir, 'cyborg.conf')
+        args = ['--sysfs-root', self.sysfs_root] if self.sysfs_root else []
+        config = daemons.write_config(path, self.aio_config(path))
         aio = daemons.Daemon(
             self, 'aio', ['--port', str(self.ports['cyborg']),
                           '--state-dir', os.path.join(self.workdir, 'cyborg'),

@@ -459,6 +459,34 @@ class _ReportingTests:
                          [d.name for d in self.host_deployables()])
         self.assertIsNone(self.provider('%s_dev0' % self.hostname))
 
+    def test_a_handle_in_use_follows_its_deployable_to_a_new_control_path(
+            self):
+        """The device under a deployable is reported at another control
+        path while one of its handles, no longer reported, is in use: the
+        handle is kept, under the new control path id, and the old one
+        goes (a DBReferenceError on MariaDB and PostgreSQL before)."""
+        self.report([get_test_device(self.hostname)])
+        with db_api.writer.using(self.ctx) as session:
+            handle = session.query(models.AttachHandle).first()
+            handle.in_use = True
+            kept = handle.id
+        moved = get_test_device(self.hostname)
+        pci = {'domain': '0000', 'bus': '0d', 'device': '00',
+               'function': '0'}
+        moved.controlpath_id = dd.DriverControlPathID(
+            cpid_type='PCI', cpid_info=json.dumps(pci, sort_keys=True))
+        for i, new in enumerate(
+                moved.deployable_list[0].attach_handle_list):
+            new.attach_info = json.dumps(dict(pci, vf=i), sort_keys=True)
+        self.report([moved])
+        [cpid] = self.rows(models.ControlpathID)
+        self.assertEqual(pci, json.loads(cpid.cpid_info))
+        self.assertEqual(1, len(self.rows(models.Device)))
+        handles = {h.id: h for h in self.rows(models.AttachHandle)}
+        self.assertEqual(17, len(handles))
+        self.assertEqual((True, cpid.id),
+                         (handles[kept].in_use, handles[kept].cpid_id))
+
     def device_events(self):
         """(action, cpid_info, deployables) of the device notifications
         sent, and forget them."""

@@ -44,6 +44,39 @@ class FakeDriverTest(base.TestCase):
         self.assertTrue(row['ready'])
 
 
+class UpstreamCardTest(base.TestCase):
+    """[fake_driver] report_as = upstream: the card as OpenStack Cyborg's
+    fake driver reports it (its cyborg/accelerator/drivers/fake.py)."""
+
+    def test_the_card_field_for_field(self):
+        self.flags(host='cmp.example.org')
+        self.flags(report_as='upstream', group='fake_driver')
+        [device] = fake.FakeDriver(self.conf).discover()
+        self.assertEqual(
+            ('0xABCD', 'miss model info', 'FPGA', 'fake_vendor_info',
+             '{"device_id": "0xabcd", "class": "Fake class"}'),
+            (device.vendor, device.model, device.type,
+             device.vendor_board_info, device.std_board_info))
+        self.assertEqual('{"domain":"0000","bus":"0c","device":"00",'
+                         '"function":"0"}', device.controlpath_id.cpid_info)
+        [deployable] = device.deployable_list
+        self.assertEqual(('cmp_example_org_FakeDevice', 16, 'fake'),
+                         (deployable.name, deployable.num_accelerators,
+                          deployable.driver_name))
+        self.assertEqual([('traits1', 'CUSTOM_FAKE_DEVICE'), ('rc', 'FPGA')],
+                         [(a.key, a.value) for a in deployable.attribute_list])
+        handles = deployable.attach_handle_list
+        self.assertEqual({'TEST_PCI'}, {h.attach_type for h in handles})
+        self.assertEqual('{"domain": "0000", "bus": "0c", "device": "0", '
+                         '"function": "1"}', handles[0].attach_info)
+        self.assertEqual('{"domain": "0000", "bus": "0c", "device": "2", '
+                         '"function": "0"}', handles[-1].attach_info)
+
+    def test_by_default_the_card_as_a_real_driver_of_ours_names_it(self):
+        [device] = fake.FakeDriver(self.conf).discover()
+        self.assertEqual(fake.VENDOR_ID, device.vendor)
+
+
 class HoldTest(base.TestCase):
     """[fake_driver] hold_dir stops programming half-way until released."""
 

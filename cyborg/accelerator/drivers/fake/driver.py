@@ -58,6 +58,36 @@ def _pci_info(function):
     return CARD_ADDRESS._replace(function=function).to_json()
 
 
+#: How OpenStack Cyborg's fake driver writes the card's address.
+UPSTREAM_CPID_INFO = ('{"domain":"0000","bus":"0c","device":"00",'
+                      '"function":"0"}')
+
+
+def upstream_card(host):
+    """The card as OpenStack Cyborg's fake driver reports it on ``host``,
+    field for field: so the first report of a host adopted from a cloud
+    that ran it changes nothing (``[fake_driver] report_as``)."""
+    handles = [dd.DriverAttachHandle(
+        attach_type='TEST_PCI', in_use=False, attach_info=json.dumps({
+            'domain': '0000', 'bus': '0c', 'device': str(function // 8),
+            'function': str(function % 8)}))
+        for function in range(1, NUM_FUNCTIONS + 1)]
+    deployable = dd.DriverDeployable(
+        name=re.sub(r'[^A-Za-z0-9_-]', '_', '%s_FakeDevice' % host),
+        num_accelerators=NUM_FUNCTIONS, driver_name='fake',
+        attribute_list=[dd.DriverAttribute(key='traits1', value=TRAIT),
+                        dd.DriverAttribute(key='rc', value=RESOURCE_CLASS)],
+        attach_handle_list=handles)
+    return dd.DriverDevice(
+        vendor='0xABCD', model='miss model info', type='FPGA',
+        std_board_info=json.dumps({'device_id': '0xabcd',
+                                   'class': 'Fake class'}),
+        vendor_board_info='fake_vendor_info',
+        controlpath_id=dd.DriverControlPathID(
+            cpid_type='PCI', cpid_info=UPSTREAM_CPID_INFO),
+        deployable_list=[deployable], stub=False)
+
+
 class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
 
     device_type = 'FPGA'
@@ -72,7 +102,7 @@ class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
 
     def _check_card(self, controlpath_id):
         info = controlpath_id.get('cpid_info')
-        if info != CARD_ADDRESS.to_json():
+        if info not in (CARD_ADDRESS.to_json(), UPSTREAM_CPID_INFO):
             raise base.OperationFailed('no fake card at %s' % info)
         return info
 
@@ -93,6 +123,8 @@ class FakeDriver(base.AcceleratorDriver, base.Programmer, base.Installer):
         return re.sub(r'[^A-Za-z0-9_-]', '_', self.conf.host) + '_FakeDevice'
 
     def discover(self):
+        if self.conf.fake_driver.report_as == 'upstream':
+            return [upstream_card(self.conf.host)]
         handles = [dd.DriverAttachHandle(attach_type='TEST_PCI',
                                          attach_info=_pci_info(function),
                                          in_use=False)

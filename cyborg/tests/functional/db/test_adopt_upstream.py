@@ -2,13 +2,18 @@
 
 For OpenStack Cyborg 17.0.0 and 14.1.0, on MariaDB and PostgreSQL: the
 upstream database gets its schema from upstream's own ``cyborg-dbsync``
-and its rows from upstream's own DB API (``upstream_fill.py``), once per
+and its rows from upstream's own conductor and ARQ code
+(``upstream_fill.py``: devices by its report path, ARQs by its binds and
+unbinds, in every state), once per
 release and server for the whole module (``cyborg.tests.functional.
 upstream``); each test adopts it into a fresh cyborg database and checks,
 uuid by uuid, that our API names the same things, that Nova's calls
 for the adopted servers work, and that the first report of our agent on
 an unchanged host writes nothing to a Placement that shows upstream's
-providers.
+providers. ``UpstreamFakeDriverTest`` checks that our fake driver can
+report its card as upstream's fake driver does (``[fake_driver]
+report_as``), which the end-to-end take-over with the real Nova relies
+on (``cyborg/tests/e2e/test_adopt_upstream.py``).
 """
 
 import copy
@@ -24,6 +29,7 @@ import fixtures
 from keystoneauth1 import loading as ks_loading
 from oslo_upgradecheck import upgradecheck
 
+from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import reporter as agent_reporter
 from cyborg.cmd import status
 from cyborg.common import context as cyborg_context
@@ -38,6 +44,7 @@ from cyborg.tests.functional.api import base
 from cyborg.tests.functional import nova as stand_in_nova
 from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import upstream
+from cyborg.tests import services
 
 _DATABASES = upstream.Databases()
 
@@ -324,6 +331,35 @@ class _AdoptionTests:
                       .get_traits(placement.client,
                                   fpga['deployable']['rp_uuid'])[0])
 
+    def test_a_device_at_another_control_path_is_refused_not_an_error(self):
+        """Our driver writes the FPGA's control path otherwise (and so
+        its handles), while two of its handles are in use by upstream's
+        ARQs: the report is refused and logged, nothing changes."""
+        self.adopt()
+        fpga = self.written['devices'][1]
+        compact = {'separators': (',', ':')}
+        fpga['cpid_info'] = json.dumps(json.loads(fpga['cpid_info']),
+                                       **compact)
+        fpga['attach_infos'] = [json.dumps(json.loads(info), **compact)
+                                for info in fpga['attach_infos']]
+        devices = reported_devices(self.written['devices'],
+                                   fpga['hostname'])
+        log = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.conductor.reporting', level=logging.WARNING))
+        ctx = cyborg_context.get_admin_context()
+        self.assertIsNone(reporting.Reporting(self.conf).report(
+            ctx, fpga['hostname'], devices,
+            agent_reporter.report_hash(devices)))
+        self.assertIn('reports its devices otherwise than upstream',
+                      log.output)
+        with self.db.engine.connect() as connection:
+            cpids = dict(connection.execute(
+                models.ControlpathID.__table__.select().with_only_columns(
+                    models.ControlpathID.uuid, models.ControlpathID.cpid_info)
+            ).all())
+        self.assertEqual({d['cpid']: d['cpid_info']
+                          for d in self.upstream.written['devices']}, cpids)
+
     def test_upgrade_check_follows_the_adoption(self):
         # The fixture points the engine at its database already.
         self.useFixture(fixtures.MockPatchObject(db_api, 'configure'))
@@ -512,3 +548,66 @@ class AdoptCommandTest(base.APIResourceTestCase):
             self.assertIn(text, result.stderr)
             self.assertEqual(1, len(result.stderr.strip().splitlines()),
                              result.stderr)
+
+
+# Run by upstream's Python: its fake driver's report on host argv[1], as
+# plain data.
+_UPSTREAM_FAKE_CARD = '''
+import json, sys
+from cyborg.conf import CONF
+CONF([], project='cyborg', default_config_files=[])
+CONF.set_override('host', sys.argv[1])
+from cyborg.accelerator.drivers.fake import FakeDriver
+print(json.dumps([d.obj_to_primitive()['cyborg_object.data']
+                  for d in FakeDriver().discover()]))
+'''
+
+
+def _card(device):
+    """A driver device of ours or upstream's (its primitive's data) as
+    plain data, field for field."""
+    def field(obj, name):
+        return obj[name] if isinstance(obj, dict) else getattr(obj, name)
+
+    def data(obj):
+        return obj.get('cyborg_object.data', obj) if isinstance(
+            obj, dict) else obj
+
+    cpid = data(field(device, 'controlpath_id'))
+    return {
+        'device': [field(device, f) for f in (
+            'vendor', 'model', 'type', 'std_board_info',
+            'vendor_board_info', 'stub')],
+        'controlpath_id': [field(cpid, f) for f in ('cpid_type',
+                                                     'cpid_info')],
+        'deployables': [{
+            'fields': [field(d, f) for f in ('name', 'num_accelerators',
+                                             'driver_name')],
+            'attributes': [[field(data(a), 'key'), field(data(a), 'value')]
+                           for a in field(d, 'attribute_list')],
+            'handles': [[field(data(h), f) for f in (
+                'attach_type', 'attach_info', 'in_use')]
+                for h in field(d, 'attach_handle_list')]}
+            for d in map(data, field(device, 'deployable_list'))]}
+
+
+class UpstreamFakeDriverTest(base.APIResourceTestCase):
+    """``[fake_driver] report_as = upstream`` reports the card exactly as
+    upstream 17.0.0's fake driver does, on the same host."""
+
+    backend = 'sqlite'
+
+    def test_our_card_is_upstreams_field_for_field(self):
+        try:
+            bin_dir = upstream.venv('17.0.0')
+        except upstream.Unavailable as e:
+            services.unavailable(self, str(e))
+        host = 'compute-1.example.org'
+        theirs = json.loads(upstream._run(
+            [os.path.join(bin_dir, 'python'), '-c', _UPSTREAM_FAKE_CARD,
+             host], "upstream's fake driver").strip().splitlines()[-1])
+        self.flags(host=host)
+        self.flags(report_as='upstream', group='fake_driver')
+        ours = fake_driver.FakeDriver(self.conf).discover()
+        self.assertEqual([_card(d) for d in theirs],
+                         [_card(d) for d in ours])
