@@ -77,16 +77,24 @@ class ConductorManager:
         self.binding.recover(cyborg_context.get_admin_context())
 
     def del_host(self):
-        """Give the Nova events of committed binds a moment to go out;
-        those that do not are sent by the next start or periodic check."""
+        """Write the heartbeats heard; give the Nova events of committed
+        binds a moment to go out: those that do not are sent by the next
+        start or periodic check."""
+        try:
+            self.liveness.flush_heartbeats()
+        except Exception:
+            LOG.warning('The heartbeats heard last could not be written',
+                        exc_info=True)
         self.binding.events.wait_idle(STOP_WAIT)
 
     def periodic_tasks(self):
-        return ([(self.conf.conductor.liveness_check_interval,
-                  self.liveness.check_hosts)]
-                + self.binding.periodic_tasks()
-                + self.placement.periodic_tasks()
-                + self.accelerators.periodic_tasks())
+        flush = self.conf.conductor.heartbeat_flush_interval
+        return ([(flush, self.liveness.flush_heartbeats)] if flush else []) + (
+            [(self.conf.conductor.liveness_check_interval,
+              self.liveness.check_hosts)]
+            + self.binding.periodic_tasks()
+            + self.placement.periodic_tasks()
+            + self.accelerators.periodic_tasks())
 
     # The agents' methods: the host they name must be the proven sender
     # (cyborg.common.signing). Every other method is the API's.

@@ -13,6 +13,20 @@ opts = [
     cfg.IntOpt(
         'liveness_check_interval', default=10, min=1,
         help='Seconds between two checks for hosts that went silent.'),
+    cfg.IntOpt(
+        'heartbeat_flush_interval', default=5, min=0,
+        help='Seconds a conductor keeps the heartbeats it hears in memory '
+             'before it writes them: one UPDATE for up to 1,000 hosts '
+             'heard, instead of one per heartbeat. A heartbeat of a host '
+             'that is down or unknown is acted on at that write. A host '
+             'is marked down at most host_down_timeout + '
+             'heartbeat_flush_interval + liveness_check_interval seconds '
+             'after its last heartbeat, and never while it sends one '
+             'every [agent] heartbeat_interval as long as host_down_timeout '
+             'exceeds 2 * (heartbeat_interval + heartbeat_flush_interval + '
+             'the delivery delay), even when the conductor that heard it '
+             'dies before writing (see the admin guide, "Hosts and '
+             'liveness"). 0: each heartbeat is written when it arrives.'),
     cfg.BoolOpt(
         'reserve_down_hosts', default=False,
         help='Reserve the whole inventory of a host\'s accelerators in '
