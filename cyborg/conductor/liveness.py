@@ -83,6 +83,24 @@ class Liveness:
         self._grace_until = None
         self.heard = Heard()
 
+    def check_timing(self):
+        """Whether ``host_down_timeout`` leaves room for a conductor to die
+        with heartbeats it has not written (see the admin guide, "Hosts
+        and liveness"): a warning when it does not. The agents' interval
+        is read from this conductor's configuration, the default where it
+        sets none."""
+        conductor = self.conf.conductor
+        needed = 2 * (self.conf.agent.heartbeat_interval
+                      + conductor.heartbeat_flush_interval)
+        if conductor.host_down_timeout > needed:
+            return True
+        LOG.warning('[conductor] host_down_timeout (%d s) is not above 2 * '
+                    '([agent] heartbeat_interval + [conductor] '
+                    'heartbeat_flush_interval) = %d s: hosts whose '
+                    'heartbeats a dying conductor had not written yet may be '
+                    'marked down', conductor.host_down_timeout, needed)
+        return False
+
     def hello(self, context, hello):
         if not hello.hostname:
             raise exception.Invalid(reason='an agent hello needs a hostname')

@@ -77,6 +77,7 @@ class ConductorManager:
 
     def init_host(self):
         """Finish what a conductor that stopped mid-way left behind."""
+        self.liveness.check_timing()
         self.binding.recover(cyborg_context.get_admin_context())
 
     def del_host(self):
