@@ -128,36 +128,44 @@ def record_heartbeat(context, hostname):
 HEARTBEAT_CHUNK = 1000
 
 
-@db_api.retry_on_deadlock
-@db_api.writer
 def record_heartbeats(context, heard):
     """Refresh the last-seen time of the hosts of ``heard`` ({hostname:
-    when heard}) that are up, in one transaction: one UPDATE per
-    HEARTBEAT_CHUNK hosts, which moves each chunk's hosts on to the
-    newest time heard among them (hosts sorted by time, so a chunk's
-    times are close), never back. Returns the hostnames it did not
-    refresh, down or unknown (one SELECT more, only when there are
-    some); the caller handles each as a heartbeat of its own
-    (``record_heartbeat``)."""
+    when heard}) that are up: one UPDATE per HEARTBEAT_CHUNK hosts, each
+    its own transaction (two conductors' chunks never wait for each
+    other in turn), which moves the chunk's hosts on to the newest time
+    heard among them (hosts sorted by time, so a chunk's times are
+    close), never back. Returns the hostnames it did not refresh, down
+    or unknown (one SELECT more, only when there are some); the caller
+    handles each as a heartbeat of its own (``record_heartbeat``)."""
     ordered = sorted(heard, key=heard.get)
     refreshed = 0
     for start in range(0, len(ordered), HEARTBEAT_CHUNK):
         chunk = ordered[start:start + HEARTBEAT_CHUNK]
-        when = heard[chunk[-1]]
-        # Never back: another conductor may have written a later time.
-        later = sa.case((models.Host.last_seen_at < when, when),
-                        else_=models.Host.last_seen_at)
-        refreshed += context.session.execute(
-            sa.update(models.Host).where(models.Host.hostname.in_(chunk),
-                                         models.Host.status == 'up')
-            .values(last_seen_at=later, updated_at=when)
-            .execution_options(synchronize_session=False)).rowcount
+        refreshed += _refresh(context, chunk, heard[chunk[-1]])
     if refreshed == len(ordered):
         return []
-    up = {row.hostname for row in context.session.query(
-        models.Host.hostname).filter(models.Host.hostname.in_(ordered),
-                                     models.Host.status == 'up')}
-    return sorted(set(ordered) - up)
+    return sorted(set(ordered) - set(_up_of(context, ordered)))
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def _refresh(context, hostnames, when):
+    """Move ``hostnames`` that are up on to ``when``; how many are up."""
+    # Never back: another conductor may have written a later time.
+    later = sa.case((models.Host.last_seen_at < when, when),
+                    else_=models.Host.last_seen_at)
+    return context.session.execute(
+        sa.update(models.Host).where(models.Host.hostname.in_(hostnames),
+                                     models.Host.status == 'up')
+        .values(last_seen_at=later, updated_at=when)
+        .execution_options(synchronize_session=False)).rowcount
+
+
+@db_api.reader
+def _up_of(context, hostnames):
+    return [row.hostname for row in context.session.query(
+        models.Host.hostname).filter(models.Host.hostname.in_(hostnames),
+                                     models.Host.status == 'up')]
 
 
 def _silent(cutoff):
