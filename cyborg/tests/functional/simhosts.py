@@ -152,6 +152,9 @@ class SimHost:
         self.hostname = hostname
         self.variant = variant
         self.alive = True
+        #: Its heartbeat task runs (a hello, a report or a cast): as an
+        #: agent's periodic task, the next one waits for it.
+        self.busy = threading.Lock()
         #: Slots of the cards the trickle added.
         self.extra = set()
         #: Bumped with each change: the rescan's "sysfs fingerprint".
@@ -225,10 +228,11 @@ class SimHosts:
             self.hosts[hostname] = SimHost(
                 hostname, self.variants[index % len(self.variants)], conf,
                 state_dir, self.conductor, full_rescan_interval)
+        self.threads = threads
         self.pool = concurrent.futures.ThreadPoolExecutor(
             threads, thread_name_prefix='simhost')
         self.counts = {'heartbeats': 0, 'rescans': 0, 'changes': 0,
-                       'errors': 0}
+                       'errors': 0, 'late': 0}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -243,9 +247,17 @@ class SimHosts:
             self.counts[name] += 1
 
     def _heartbeat(self, host):
-        if host.alive:
+        if not host.alive:
+            return
+        if not host.busy.acquire(blocking=False):
+            # The last one still waits for the conductor.
+            self._count('late')
+            return
+        try:
             self._safely(host.reporter.keep_alive)
             self._count('heartbeats')
+        finally:
+            host.busy.release()
 
     def _rescan(self, host):
         if host.alive:
@@ -269,12 +281,17 @@ class SimHosts:
             self._count('changes')
 
     def boot(self):
-        """Every host starts at once: its hello and first report, as its
-        first heartbeat sends them. Returns the seconds until all were
-        sent and answered."""
+        """Every host starts at once: its hello and first report (its
+        first heartbeat sends them), ``threads`` at a time, while the
+        hosts already registered send their heartbeats (the steady
+        state starts, if not started yet). Returns the seconds until every
+        first heartbeat was answered."""
         start = time.monotonic()
-        list(self.pool.map(lambda h: self._heartbeat(h),
-                           list(self.hosts.values())))
+        if self._thread is None:
+            self.start()
+        with concurrent.futures.ThreadPoolExecutor(
+                self.threads, thread_name_prefix='simboot') as storm:
+            list(storm.map(self._heartbeat, list(self.hosts.values())))
         return time.monotonic() - start
 
     # -- the steady state ---------------------------------------------------
@@ -282,12 +299,15 @@ class SimHosts:
     def start(self):
         """Heartbeats, rescans and the trickle of changes, in a thread of
         their own until :meth:`stop`."""
+        if self._thread is not None:
+            return
         self._thread = threading.Thread(target=self._run, daemon=True,
                                         name='simhosts')
         self._thread.start()
 
     def _schedule(self):
-        now = time.monotonic()
+        # The first heartbeats after the boot's: one interval on.
+        now = time.monotonic() + self.heartbeat_interval
         queue = []
         count = max(len(self.hosts), 1)
         for index, host in enumerate(self.hosts.values()):

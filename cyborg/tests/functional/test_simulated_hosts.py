@@ -8,6 +8,8 @@ hosts."""
 
 import os
 
+import fixtures
+
 from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.db import api as db_api
@@ -39,6 +41,9 @@ class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
 
     def setUp(self):
         super().setUp()
+        # Two conductor processes starting on a loaded machine take a good
+        # part of the default two minutes.
+        self.useFixture(fixtures.Timeout(300, gentle=True))
         self.placement = self.useFixture(
             placement_fixture.Placement(self.conf))
         # This process plays the hosts, on the daemons' broker and topics,
@@ -90,9 +95,8 @@ class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
                                 rescan_interval=1, change_interval=0.5,
                                 threads=8)
         self.addCleanup(sim.stop)
-        # The boot storm, then the steady state with its changes.
+        # The boot storm, in the steady state with its changes.
         sim.boot()
-        sim.start()
         wait_for(lambda: sim.counts['changes'] >= 4, timeout=SETTLE)
         sim.changing = False
         wait_for(lambda: self.consistent(sim), timeout=SETTLE, interval=0.5)
