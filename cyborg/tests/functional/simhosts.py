@@ -17,7 +17,9 @@ process, an RPC server and drivers of their own:
 * one scheduler thread runs every host's heartbeat each
   ``heartbeat_interval`` seconds and its periodic rescan each
   ``rescan_interval`` (spread over the interval, not all at once), on a
-  pool of ``threads`` workers; a rescan runs the survey only when the
+  pool of ``steady_threads`` workers (the boot storm has ``threads`` of
+  its own); as an agent's periodic task, a host's heartbeat waits for
+  the one before it; a rescan runs the survey only when the
   host's hardware changed or a full rescan is due (the agent's own
   :class:`cyborg.agent.changes.ChangeCheck`, fed a change counter instead
   of a sysfs fingerprint);
@@ -208,8 +210,8 @@ class SimHosts:
     def __init__(self, conf, hostnames, key_dir, state_dir=None,
                  conductor=None, heartbeat_interval=None,
                  rescan_interval=None, full_rescan_interval=600,
-                 change_interval=5.0, threads=16, variants=VARIANTS,
-                 seed=1):
+                 change_interval=5.0, threads=16, steady_threads=None,
+                 variants=VARIANTS, seed=1):
         from cyborg.conductor import rpcapi as conductor_rpcapi
         if state_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='cyborg-sim-')
@@ -229,8 +231,12 @@ class SimHosts:
                 hostname, self.variants[index % len(self.variants)], conf,
                 state_dir, self.conductor, full_rescan_interval)
         self.threads = threads
+        # Real agents each have their own thread: a host waiting for an
+        # answer (a hello, a report resent) must not hold another's
+        # heartbeat back, so the steady state has many more threads than
+        # the storm (they wait, they do not compute).
         self.pool = concurrent.futures.ThreadPoolExecutor(
-            threads, thread_name_prefix='simhost')
+            steady_threads or 4 * threads, thread_name_prefix='simhost')
         self.counts = {'heartbeats': 0, 'rescans': 0, 'changes': 0,
                        'errors': 0, 'late': 0}
         self._lock = threading.Lock()
