@@ -1,10 +1,21 @@
 """Host liveness: agents say hello and send heartbeats; hosts that go
 silent are marked down, with a log line and a notification (the seed's
-alarm for an agent that reported before and went away)."""
+alarm for an agent that reported before and went away).
 
+A heartbeat costs no database write when it arrives: the conductor notes
+the time in memory and writes the hosts heard every ``[conductor]
+heartbeat_flush_interval`` seconds, in one UPDATE per 1,000 hosts
+(``flush_heartbeats``). The hosts that UPDATE did not find up (down, or
+unknown to the database) are then handled one by one, as state changes:
+marked up and announced, or asked for a hello. The timing bounds this
+gives are in ``doc/source/admin/liveness.rst``.
+"""
+
+import threading
 import time
 
 from oslo_log import log as logging
+from oslo_utils import timeutils
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
@@ -30,6 +41,33 @@ def _resource_provider_name(hello):
     return hello.resource_provider_name or None
 
 
+class Heard:
+    """The heartbeats a conductor heard and has not written yet:
+    ``{hostname: when heard}``, shared by its RPC threads."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._hosts = {}
+
+    def add(self, hostname, when):
+        with self._lock:
+            self._hosts[hostname] = when
+
+    def take(self):
+        """What was heard, which is forgotten here."""
+        with self._lock:
+            taken, self._hosts = self._hosts, {}
+        return taken
+
+    def put_back(self, taken):
+        """``taken`` could not be written: keep it for the next flush,
+        except where a later heartbeat came meanwhile."""
+        with self._lock:
+            for hostname, when in taken.items():
+                if self._hosts.get(hostname, when) <= when:
+                    self._hosts[hostname] = when
+
+
 class Liveness:
 
     def __init__(self, conf, on_status_change=None, agents=None):
@@ -43,6 +81,25 @@ class Liveness:
         # until when (time.monotonic()) no host is marked down after it.
         self._outage_seen = None
         self._grace_until = None
+        self.heard = Heard()
+
+    def check_timing(self):
+        """Whether ``host_down_timeout`` leaves room for a conductor to die
+        with heartbeats it has not written (see the admin guide, "Hosts
+        and liveness"): a warning when it does not. The agents' interval
+        is read from this conductor's configuration, the default where it
+        sets none."""
+        conductor = self.conf.conductor
+        needed = 2 * (self.conf.agent.heartbeat_interval
+                      + conductor.heartbeat_flush_interval)
+        if conductor.host_down_timeout > needed:
+            return True
+        LOG.warning('[conductor] host_down_timeout (%d s) is not above 2 * '
+                    '([agent] heartbeat_interval + [conductor] '
+                    'heartbeat_flush_interval) = %d s: hosts whose '
+                    'heartbeats a dying conductor had not written yet may be '
+                    'marked down', conductor.host_down_timeout, needed)
+        return False
 
     def hello(self, context, hello):
         if not hello.hostname:
@@ -61,6 +118,38 @@ class Liveness:
         return host
 
     def heartbeat(self, context, hostname):
+        """Note that ``hostname`` was heard; written by the next
+        ``flush_heartbeats`` (at once with a flush interval of 0)."""
+        self.heard.add(hostname, timeutils.utcnow())
+        if not self.conf.conductor.heartbeat_flush_interval:
+            self.flush_heartbeats(context)
+
+    def flush_heartbeats(self, context=None):
+        """Write the heartbeats heard since the last flush: one UPDATE
+        for the hosts that are up (per 1,000 of them), then each of the
+        others as the state change it is. Heartbeats that could not be
+        written (the database is down) are kept for the next flush."""
+        heard = self.heard.take()
+        if not heard:
+            return
+        context = context or cyborg_context.get_admin_context()
+        try:
+            others = db_hosts.record_heartbeats(context, heard)
+        except Exception:
+            self.heard.put_back(heard)
+            raise
+        for hostname in others:
+            try:
+                self._heartbeat_changes(context, hostname)
+            except Exception:
+                LOG.warning('The heartbeat of host %s could not be '
+                            'recorded; trying again at the next flush',
+                            hostname, exc_info=True)
+                self.heard.put_back({hostname: heard[hostname]})
+
+    def _heartbeat_changes(self, context, hostname):
+        """A heartbeat of a host that is not up: it comes back, or we
+        do not know it."""
         try:
             before = db_hosts.record_heartbeat(context, hostname)
         except exception.HostNotFound:
@@ -94,6 +183,9 @@ class Liveness:
     def check_hosts(self):
         context = cyborg_context.get_admin_context()
         timeout = self.conf.conductor.host_down_timeout
+        # What this conductor heard is written first: it never marks
+        # down a host it heard itself.
+        self.flush_heartbeats(context)
         # Read first: the grace after an outage starts once the database
         # answers (this read raises DatabaseUnavailable while it does not).
         silent = db_hosts.count_silent_hosts(context, timeout)

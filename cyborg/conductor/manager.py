@@ -1,6 +1,7 @@
 """The conductor's RPC endpoints. Workflows live in their own modules:
 
 * ``liveness``: agents' hello and heartbeats, hosts up and down,
+* ``leases``: which conductor runs the periodic checks shared by all,
 * ``reporting`` (with ``reconciler``): agents' device reports,
 * ``placement_service`` (with ``placement_sync``): the one Placement
   client, host syncs and their periodic retry,
@@ -29,6 +30,7 @@ from cyborg.conductor import device_profiles
 from cyborg.conductor import devices
 from cyborg.conductor import drivers
 from cyborg.conductor import inventory
+from cyborg.conductor import leases
 from cyborg.conductor import liveness
 from cyborg.conductor import placement_service
 from cyborg.conductor import reporting
@@ -71,22 +73,38 @@ class ConductorManager:
         self.drivers = drivers.Drivers(conf, self.agents)
         self.attachments = attachments.Attachments(conf, self.binding,
                                                    self.placement)
+        self.lease = leases.Lease(conf)
 
     def init_host(self):
         """Finish what a conductor that stopped mid-way left behind."""
+        self.liveness.check_timing()
         self.binding.recover(cyborg_context.get_admin_context())
 
     def del_host(self):
-        """Give the Nova events of committed binds a moment to go out;
-        those that do not are sent by the next start or periodic check."""
+        """Write the heartbeats heard; give the Nova events of committed
+        binds a moment to go out: those that do not are sent by the next
+        start or periodic check."""
+        for what, step in (('The heartbeats heard last could not be '
+                            'written', self.liveness.flush_heartbeats),
+                           ('The lease on the periodic checks could not be '
+                            'given up', self.lease.release)):
+            try:
+                step()
+            except Exception:
+                LOG.warning(what, exc_info=True)
         self.binding.events.wait_idle(STOP_WAIT)
 
     def periodic_tasks(self):
-        return ([(self.conf.conductor.liveness_check_interval,
-                  self.liveness.check_hosts)]
-                + self.binding.periodic_tasks()
-                + self.placement.periodic_tasks()
-                + self.accelerators.periodic_tasks())
+        """Each conductor writes the heartbeats it heard; the checks
+        shared by all conductors run on the one holding the lease."""
+        flush = self.conf.conductor.heartbeat_flush_interval
+        shared = ([(self.conf.conductor.liveness_check_interval,
+                    self.liveness.check_hosts)]
+                  + self.binding.periodic_tasks()
+                  + self.placement.periodic_tasks()
+                  + self.accelerators.periodic_tasks())
+        return ([(flush, self.liveness.flush_heartbeats)] if flush else []) + [
+            (interval, self.lease.guard(task)) for interval, task in shared]
 
     # The agents' methods: the host they name must be the proven sender
     # (cyborg.common.signing). Every other method is the API's.

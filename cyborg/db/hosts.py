@@ -124,6 +124,50 @@ def record_heartbeat(context, hostname):
     return before
 
 
+#: Hosts written by one statement of ``record_heartbeats``.
+HEARTBEAT_CHUNK = 1000
+
+
+def record_heartbeats(context, heard):
+    """Refresh the last-seen time of the hosts of ``heard`` ({hostname:
+    when heard}) that are up: one UPDATE per HEARTBEAT_CHUNK hosts, each
+    its own transaction (two conductors' chunks never wait for each
+    other in turn), which moves the chunk's hosts on to the newest time
+    heard among them (hosts sorted by time, so a chunk's times are
+    close), never back. Returns the hostnames it did not refresh, down
+    or unknown (one SELECT more, only when there are some); the caller
+    handles each as a heartbeat of its own (``record_heartbeat``)."""
+    ordered = sorted(heard, key=heard.get)
+    refreshed = 0
+    for start in range(0, len(ordered), HEARTBEAT_CHUNK):
+        chunk = ordered[start:start + HEARTBEAT_CHUNK]
+        refreshed += _refresh(context, chunk, heard[chunk[-1]])
+    if refreshed == len(ordered):
+        return []
+    return sorted(set(ordered) - set(_up_of(context, ordered)))
+
+
+@db_api.retry_on_deadlock
+@db_api.writer
+def _refresh(context, hostnames, when):
+    """Move ``hostnames`` that are up on to ``when``; how many are up."""
+    # Never back: another conductor may have written a later time.
+    later = sa.case((models.Host.last_seen_at < when, when),
+                    else_=models.Host.last_seen_at)
+    return context.session.execute(
+        sa.update(models.Host).where(models.Host.hostname.in_(hostnames),
+                                     models.Host.status == 'up')
+        .values(last_seen_at=later, updated_at=when)
+        .execution_options(synchronize_session=False)).rowcount
+
+
+@db_api.reader
+def _up_of(context, hostnames):
+    return [row.hostname for row in context.session.query(
+        models.Host.hostname).filter(models.Host.hostname.in_(hostnames),
+                                     models.Host.status == 'up')]
+
+
 def _silent(cutoff):
     """Up hosts not seen since ``cutoff``; not those adopted from upstream
     Cyborg whose cyborg agent never said hello (none can have gone
@@ -229,8 +273,9 @@ def set_sync_pending(context, hostname, pending):
 
 @db_api.reader
 def sync_pending_hosts(context):
+    # "= true", not "IS TRUE", which MySQL reads through no index.
     return [row.hostname for row in context.session.query(
-        models.Host.hostname).filter(models.Host.sync_pending.is_(True))]
+        models.Host.hostname).filter(models.Host.sync_pending == sa.true())]
 
 
 # Core, built once: it runs after every release of an ARQ.

@@ -30,6 +30,10 @@ class Host(Base):
     __tablename__ = 'hosts'
     __table_args__ = (
         sa.UniqueConstraint('hostname', name='uniq_hosts0hostname'),
+        # The liveness check: up hosts not seen since a time.
+        sa.Index('hosts_status_last_seen_at_idx', 'status', 'last_seen_at'),
+        # The periodic retry of Placement syncs.
+        sa.Index('hosts_sync_pending_idx', 'sync_pending'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)
@@ -224,6 +228,9 @@ class ExtendedAcceleratorRequest(Base):
         sa.Index('extended_arqs_instance_uuid_idx', 'instance_uuid'),
         sa.Index('extended_arqs_attach_handle_id_idx', 'attach_handle_id'),
         sa.Index('extended_arqs_deployable_id_idx', 'deployable_id'),
+        # The periodic checks: binds left behind, events Nova lacks.
+        sa.Index('extended_arqs_state_idx', 'state'),
+        sa.Index('extended_arqs_nova_notified_idx', 'nova_notified'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)
@@ -263,6 +270,8 @@ class Accelerator(Base):
         sa.UniqueConstraint('name', name='uniq_accelerators0name'),
         sa.UniqueConstraint('deployable_id', 'unit',
                             name='uniq_accelerators0deployable_id0unit'),
+        # The periodic expiry of provisioning claims.
+        sa.Index('accelerators_state_idx', 'state'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)
@@ -295,3 +304,16 @@ class Adoption(Base):
     source_release = sa.Column(sa.String(64), nullable=False)
     counts = sa.Column(sa.Text, nullable=False)
     rejected = sa.Column(sa.Integer, nullable=False, default=0)
+
+
+class ConductorLease(Base):
+    """Which conductor runs the periodic work that one conductor does
+    for all (``name``), until when: another takes it over once
+    ``expires_at`` has passed (``cyborg.conductor.leases``)."""
+
+    __tablename__ = 'conductor_leases'
+    __table_args__ = (_TABLE_ARGS,)
+
+    name = sa.Column(sa.String(64), primary_key=True)
+    holder = sa.Column(sa.String(255), nullable=False)
+    expires_at = sa.Column(sa.DateTime, nullable=False)

@@ -1,6 +1,7 @@
 """The first real exchange: an agent says hello, sends heartbeats, and the
 conductor records the host, its drivers and its liveness."""
 
+import datetime
 import time
 from unittest import mock
 
@@ -9,6 +10,7 @@ import sqlalchemy as sa
 
 from cyborg.agent import manager as agent_manager
 from cyborg.common import context
+from cyborg.common import exception
 from cyborg.common import rpc
 from cyborg.conductor import liveness as conductor_liveness
 from cyborg.conductor import manager as conductor_manager
@@ -110,6 +112,7 @@ class _HelloTests:
         # A second check finds nothing more to report.
         self.assertEqual([], db_hosts.mark_silent_hosts_down(self.ctx, 1))
         liveness.heartbeat(self.ctx, 'compute-4')
+        liveness.flush_heartbeats(self.ctx)
         self.assertEqual('up', self.host_row('compute-4')[0].status)
         up = self.events('cyborg.host.up')
         self.assertEqual(1, len(up))
@@ -141,6 +144,84 @@ class _HelloTests:
         # A liveness check that finds every host heard from: one SELECT.
         self.assertEqual([], db_hosts.mark_silent_hosts_down(self.ctx, 60))
         self.assertEqual(['SELECT'], run)
+
+    def test_heartbeats_of_many_hosts_cost_one_update(self):
+        hosts = ['many-%03d' % i for i in range(120)]
+        for hostname in hosts:
+            db_hosts.record_hello(self.ctx, hostname, hostname, '1', [])
+        before = {h: self.host_row(h)[0].last_seen_at for h in hosts}
+        liveness = conductor_liveness.Liveness(self.conf)
+        run = self.statements()
+        for hostname in hosts:
+            liveness.heartbeat(self.ctx, hostname)
+        # Heard: nothing written yet.
+        self.assertEqual([], run)
+        liveness.flush_heartbeats(self.ctx)
+        self.assertEqual(['UPDATE'], run)
+        for hostname in hosts:
+            self.assertGreaterEqual(self.host_row(hostname)[0].last_seen_at,
+                                    before[hostname])
+        del run[:]
+        # Nothing heard since: a flush writes nothing.
+        liveness.flush_heartbeats(self.ctx)
+        self.assertEqual([], run)
+        # One UPDATE per chunk of hosts.
+        with mock.patch.object(db_hosts, 'HEARTBEAT_CHUNK', 50):
+            for hostname in hosts:
+                liveness.heartbeat(self.ctx, hostname)
+            liveness.flush_heartbeats(self.ctx)
+        self.assertEqual(['UPDATE'] * 3, run)
+
+    def test_flush_never_moves_last_seen_back(self):
+        db_hosts.record_hello(self.ctx, 'compute-8', 'compute-8', '1', [])
+        late = timeutils.utcnow() + datetime.timedelta(minutes=5)
+        with db_hosts.db_api.writer.using(self.ctx) as session:
+            session.query(db_hosts.models.Host).filter_by(
+                hostname='compute-8').update({'last_seen_at': late})
+        # Heard by this conductor before another wrote the later time.
+        self.assertEqual([], db_hosts.record_heartbeats(
+            self.ctx, {'compute-8': timeutils.utcnow()}))
+        self.assertEqual(late.replace(microsecond=0),
+                         self.host_row('compute-8')[0].last_seen_at.replace(
+                             microsecond=0))
+
+    def test_flush_acts_on_hosts_down_or_unknown(self):
+        for hostname in ('up-1', 'up-2', 'was-down'):
+            db_hosts.record_hello(self.ctx, hostname, hostname, '1', [])
+        with db_hosts.db_api.writer.using(self.ctx) as session:
+            session.query(db_hosts.models.Host).filter_by(
+                hostname='was-down').update({'status': 'down'})
+        agents = mock.Mock()
+        liveness = conductor_liveness.Liveness(self.conf, agents=agents)
+        for hostname in ('up-1', 'was-down', 'up-2', 'stranger'):
+            liveness.heartbeat(self.ctx, hostname)
+        self.assertEqual('down', self.host_row('was-down')[0].status)
+        liveness.flush_heartbeats(self.ctx)
+        self.assertEqual('up', self.host_row('was-down')[0].status)
+        [up] = self.events('cyborg.host.up')
+        self.assertEqual('was-down',
+                         up['payload']['cyborg_object.data']['hostname'])
+        agents.say_hello.assert_called_once_with(self.ctx, 'stranger')
+        self.assertEqual({}, liveness.heard.take())
+
+    def test_heartbeats_kept_while_the_database_fails(self):
+        db_hosts.record_hello(self.ctx, 'compute-9', 'compute-9', '1', [])
+        liveness = conductor_liveness.Liveness(self.conf)
+        liveness.heartbeat(self.ctx, 'compute-9')
+        with mock.patch.object(db_hosts, 'record_heartbeats',
+                               side_effect=exception.DatabaseUnavailable(
+                                   reason='gone')):
+            self.assertRaises(exception.DatabaseUnavailable,
+                              liveness.flush_heartbeats, self.ctx)
+        self.assertEqual(['compute-9'], list(liveness.heard.take()))
+
+    def test_no_flush_interval_writes_each_heartbeat(self):
+        self.flags(heartbeat_flush_interval=0, group='conductor')
+        db_hosts.record_hello(self.ctx, 'compute-10', 'compute-10', '1', [])
+        liveness = conductor_liveness.Liveness(self.conf)
+        run = self.statements()
+        liveness.heartbeat(self.ctx, 'compute-10')
+        self.assertEqual(['UPDATE'], run)
 
     def test_hello_answers_from_its_one_transaction(self):
         liveness = conductor_liveness.Liveness(self.conf)
