@@ -34,8 +34,12 @@ class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
         sections.setdefault('placement', {
             'auth_type': 'admin_token', 'token': 'admin',
             'endpoint': self.placement.endpoint})
-        # Heartbeats each second; a host silent for 6 is down.
-        sections.setdefault('conductor', {'host_down_timeout': 6,
+        # Heartbeats each second, written each second; a host silent for
+        # 10 is down (more than twice the two plus the delivery delay). A
+        # conductor's lease on the shared checks lasts 3 s.
+        sections.setdefault('conductor', {'host_down_timeout': 10,
+                                          'heartbeat_flush_interval': 1,
+                                          'periodic_lease_timeout': 3,
                                           'liveness_check_interval': 1})
         return super().config(name, host, **sections)
 
