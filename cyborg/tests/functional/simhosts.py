@@ -157,6 +157,9 @@ class SimHost:
         #: Its heartbeat task runs (a hello, a report or a cast): as an
         #: agent's periodic task, the next one waits for it.
         self.busy = threading.Lock()
+        #: time.monotonic() when its last heartbeat task ended (None:
+        #: none yet).
+        self.last_beat = None
         #: Slots of the cards the trickle added.
         self.extra = set()
         #: Bumped with each change: the rescan's "sysfs fingerprint".
@@ -261,6 +264,7 @@ class SimHosts:
             return
         try:
             self._safely(host.reporter.keep_alive)
+            host.last_beat = time.monotonic()
             self._count('heartbeats')
         finally:
             host.busy.release()
