@@ -51,8 +51,9 @@ MDEV = 'b1e0b9b4-1d5c-4a4e-9d1f-3a2b1c0d9e8f'
 MDEV_NAMES = (MDEV, '.', '..', '../../..', '/sys/bus/pci/devices')
 #: Not RPC methods, though public: what the services call themselves.
 SERVICE_HOOKS = ('init_host', 'del_host', 'periodic_tasks')
-#: Columns that heartbeats move on.
-MOVING = ('updated_at', 'last_seen_at')
+#: Columns that heartbeats, and the conductor's renewals of its lease on
+#: the periodic checks, move on.
+MOVING = ('updated_at', 'last_seen_at', 'expires_at')
 
 
 def rpc_methods(cls):
