@@ -157,7 +157,7 @@ class SimHost:
         #: Its heartbeat task runs (a hello, a report or a cast): as an
         #: agent's periodic task, the next one waits for it.
         self.busy = threading.Lock()
-        #: time.monotonic() when its last heartbeat task ended (None:
+        #: time.monotonic() when its last heartbeat task began (None:
         #: none yet).
         self.last_beat = None
         #: Slots of the cards the trickle added.
@@ -263,8 +263,9 @@ class SimHosts:
             self._count('late')
             return
         try:
+            started = time.monotonic()
             self._safely(host.reporter.keep_alive)
-            host.last_beat = time.monotonic()
+            host.last_beat = started
             self._count('heartbeats')
         finally:
             host.busy.release()
