@@ -177,3 +177,30 @@ class AgentBenchmarkTest(testtools.TestCase):
         # An unchanged host sends no report while idle.
         self.assertEqual(0, numbers['reports_idle'])
         self.assertGreater(numbers['tree_edit_to_conductor_s'], 0)
+
+
+class ChartTest(testtools.TestCase):
+    """The benchmarks' PNG charts are PNG files of the promised size."""
+
+    def test_line_chart(self):
+        import struct
+        import tempfile
+        import zlib
+        sys.path.insert(0, os.path.join(TOP, 'tools', 'bench'))
+        self.addCleanup(sys.path.remove, os.path.join(TOP, 'tools', 'bench'))
+        import pngchart
+        with tempfile.NamedTemporaryFile(suffix='.png') as f:
+            series = [([(250, 2.5), (1000, 9)], (0, 0, 255)),
+                      ([(100, 30), (200, 61)], (255, 0, 0))]
+            pngchart.line_chart(f.name, series, y_max=60)
+            data = f.read()
+        self.assertEqual(b'\x89PNG\r\n\x1a\n', data[:8])
+        width, height = struct.unpack('>II', data[16:24])
+        self.assertEqual((pngchart.WIDTH, pngchart.HEIGHT), (width, height))
+        length = struct.unpack('>I', data[33:37])[0]
+        self.assertEqual(b'IDAT', data[37:41])
+        pixels = zlib.decompress(data[41:41 + length])
+        self.assertEqual(height * (1 + 3 * width), len(pixels))
+        # Both series' colours are drawn.
+        self.assertIn(bytes((0, 0, 255)), pixels)
+        self.assertIn(bytes((255, 0, 0)), pixels)
