@@ -153,6 +153,8 @@ class _IdleSweepTests:
     def setUp(self):
         super().setUp()
         self.db = self.useFixture(cyborg_fixtures.Database(self, self.backend))
+        # Nova configured, so that the stuck-ARQ check reads too.
+        self.conf.set_override('auth_type', 'admin_token', group='nova')
         self.manager = conductor_manager.ConductorManager('ctl-1', self.conf)
 
     def sweep(self):
@@ -162,7 +164,8 @@ class _IdleSweepTests:
         for _interval, task in self.manager.periodic_tasks():
             log.clear()
             task()
-            ran[task.__name__] = list(log.run)
+            # Qualified: Binding.check and StuckARQs.check.
+            ran[task.__qualname__] = list(log.run)
         return ran
 
     def verbs(self, ran):
@@ -179,9 +182,12 @@ class _IdleSweepTests:
         # Nothing heard, nothing changed: no write at all, one read per
         # check (the stale binds and Nova's events: two).
         self.assertEqual({
-            'flush_heartbeats': [], 'check_hosts': ['SELECT'],
-            'check': ['SELECT', 'SELECT'], 'retry_pending': ['SELECT'],
-            'expire_claims': ['SELECT']}, few)
+            'Liveness.flush_heartbeats': [],
+            'Liveness.check_hosts': ['SELECT'],
+            'Binding.check': ['SELECT', 'SELECT'],
+            'StuckARQs.check': ['SELECT'],
+            'PlacementService.retry_pending': ['SELECT'],
+            'Accelerators.expire_claims': ['SELECT']}, few)
         self.assertIndexed(many)
 
     def assertIndexed(self, ran):
