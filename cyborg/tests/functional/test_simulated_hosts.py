@@ -23,7 +23,7 @@ from cyborg.tests.functional.test_hello import wait_for
 
 HOSTS = 50
 # Generous: these are waits for what must happen, on a loaded machine.
-SETTLE = 90
+SETTLE = 180
 
 
 class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
@@ -34,10 +34,11 @@ class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
         sections.setdefault('placement', {
             'auth_type': 'admin_token', 'token': 'admin',
             'endpoint': self.placement.endpoint})
-        # Heartbeats each second, written each second; a host silent for
-        # 10 is down (more than twice the two plus the delivery delay). A
-        # conductor's lease on the shared checks lasts 3 s.
-        sections.setdefault('conductor', {'host_down_timeout': 10,
+        # Heartbeats every 2 s, written each second; a host silent for
+        # 20 is down (more than twice the two plus a delivery delay of up
+        # to 7 s, which a loaded CI machine sees). A conductor's lease on
+        # the shared checks lasts 3 s.
+        sections.setdefault('conductor', {'host_down_timeout': 20,
                                           'heartbeat_flush_interval': 1,
                                           'periodic_lease_timeout': 3,
                                           'liveness_check_interval': 1})
@@ -47,7 +48,7 @@ class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
         super().setUp()
         # Two conductor processes starting on a loaded machine take a good
         # part of the default two minutes.
-        self.useFixture(fixtures.Timeout(300, gentle=True))
+        self.useFixture(fixtures.Timeout(600, gentle=True))
         self.placement = self.useFixture(
             placement_fixture.Placement(self.conf))
         # This process plays the hosts, on the daemons' broker and topics,
@@ -95,8 +96,8 @@ class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
         for hostname in self.hostnames:
             self.placement.create_compute_node(hostname)
         sim = simhosts.SimHosts(self.conf, self.hostnames, self.key_dir,
-                                state_dir=self.tmp, heartbeat_interval=1,
-                                rescan_interval=1, change_interval=0.5,
+                                state_dir=self.tmp, heartbeat_interval=2,
+                                rescan_interval=3, change_interval=0.5,
                                 threads=8)
         self.addCleanup(sim.stop)
         # The boot storm, in the steady state with its changes.
