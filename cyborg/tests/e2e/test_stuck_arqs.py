@@ -75,7 +75,7 @@ class StuckARQsTest(base.E2ETestCase):
         shown = self.server(server)
         self.assertIsNone(shown['OS-EXT-SRV-ATTR:host'], shown)
         # Deleted without a host: Nova's API deletes it alone.
-        self.delete_server(server)
+        self.assertTrue(self.delete_server(server))
         proxy.binds_gate.set()
         bound_at = time.monotonic()
         # The bind goes on, and nobody deletes the ARQ: Nova's bug.
