@@ -10,22 +10,18 @@ this kind in the test process, started by the first and cleaned up when
 the pytest session ends (``conftest.py``), so the vGPU and the SmartNIC
 modules pay for one start. Each class creates its ``profiles`` (device
 profile name: groups) and one flavor ``e2e.<name>`` per profile;
-``e2e.plain`` asks for no accelerator. Server helpers are test_nova's.
+``e2e.plain`` asks for no accelerator. Server helpers are
+``base.E2ETestCase``'s.
 Every exchange between Nova and cyborg goes to ``cyborg-calls.json`` in
 the cloud's directory at the end.
 """
 
 import json
 import os
-import tempfile
-
-import testtools
 
 from cyborg.accelerator.common import records
+from cyborg.tests.e2e import base
 from cyborg.tests.e2e import cloud as e2e
-from cyborg.tests.e2e import standins
-from cyborg.tests.e2e import test_nova
-from cyborg.tests import services
 from cyborg.tests.unit.accelerator import sysfs
 
 GPU = '0000:af:00.0'
@@ -42,7 +38,6 @@ CYBORG_OPTIONS = {
     'nic_devices': {'enabled_nic_types': 'x710_static'},
     'x710_static': {'physical_device_mappings': PHYSNET + ':ens1f0'}}
 
-_Boots = test_nova.NovaBootsWithCyborgTest
 _CLOUD = {}
 
 
@@ -68,9 +63,7 @@ def shared_cloud(venv):
     if 'cloud' in _CLOUD and not hasattr(_CLOUD['cloud'], 'plain_flavor'):
         raise AssertionError('the shared cloud did not start')
     if 'cloud' not in _CLOUD:
-        workdir = os.path.join(os.environ.get(test_nova.WORKDIR_ENV) or
-                               tempfile.mkdtemp(prefix='cyborg-nova-e2e-'),
-                               'hardware')
+        workdir = base.work_directory('hardware')
         root = os.path.join(workdir, 'sys')
         build_tree(root)
         cloud = e2e.NovaCloud(venv, workdir, sysfs_root=root,
@@ -78,9 +71,7 @@ def shared_cloud(venv):
         cloud.setUp()
         _CLOUD['cloud'] = cloud
         # A flavor that asks for no accelerator (ports bring theirs).
-        cloud.plain_flavor = cloud.nova('POST', '/flavors', {'flavor': {
-            'name': 'e2e.plain', 'ram': 64, 'vcpus': 1, 'disk': 1}},
-            admin=True, expect=200).json()['flavor']['id']
+        cloud.plain_flavor = base.add_flavor(cloud, 'e2e.plain')
     return _CLOUD['cloud']
 
 
@@ -99,57 +90,32 @@ def clean_up():
         cloud.cleanUp()
 
 
-class HardwareTestCase(testtools.TestCase):
-
-    profiles = {}
+class HardwareTestCase(base.E2ETestCase):
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.venv = os.environ.get(e2e.VENV_ENV)
-        if not cls.venv:
-            return
-        cls.cloud = shared_cloud(cls.venv)
-        cls.flavors = {'e2e.plain': cls.cloud.plain_flavor}
-        for name, groups in cls.profiles.items():
-            cls.cloud.cyborg('POST', '/device_profiles', [
-                {'name': name, 'groups': groups}], expect=201)
-            cls.flavors['e2e.' + name] = _Boots._flavor.__func__(
-                cls, 'e2e.' + name, name)
+    def start_cloud(cls):
+        return shared_cloud(cls.venv)
+
+    @classmethod
+    def set_up_cloud(cls):
+        super().set_up_cloud()
+        cls.flavors['e2e.plain'] = cls.cloud.plain_flavor
+
+    @classmethod
+    def stop_cloud(cls):
+        """The cloud is the process's: ``clean_up`` stops it."""
 
     def setUp(self):
         super().setUp()
-        if not self.venv:
-            self.skipTest('%s is not set: run tools/nova-e2e' % e2e.VENV_ENV)
-        for name in ('rabbit', 'mysql'):
-            services.require(self, name)
-        self.cloud.check_running()
         self.tree = sysfs.SysfsTree(self.cloud.sysfs_root)
-        self.failures_before = len(self.cloud.proxy.failures)
-        self.addCleanup(self._report_strays)
+        self.addCleanup(self.report_strays)
         self.addCleanup(self._nothing_left_behind)
-
-    _report_strays = _Boots._report_strays
-    server = _Boots.server
-    wait_for = _Boots.wait_for
-    action = _Boots.action
-    delete = _Boots.delete
 
     def _nothing_left_behind(self):
         """After each test: no ARQ, and every device free."""
         self.assertEqual([], self.cloud.arqs())
         for uuid in self.providers().values():
             self.assertEqual([0], list(self.cloud.usages(uuid).values()))
-
-    def boot(self, flavor, name='e2e', networks='none', wait=True):
-        server = self.cloud.nova('POST', '/servers', {'server': {
-            'name': name, 'imageRef': standins.IMAGE_ID,
-            'flavorRef': self.flavors[flavor], 'networks': networks}},
-            expect=202).json()['server']['id']
-        self.addCleanup(self.delete, server)
-        if wait:
-            self.wait_for(server, 'ACTIVE')
-        return server
 
     def providers(self):
         """{name: uuid} of cyborg's providers under the compute node."""

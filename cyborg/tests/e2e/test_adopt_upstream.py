@@ -16,66 +16,36 @@ import os
 import tempfile
 
 import sqlalchemy as sa
-import testtools
 
 from cyborg.db import models
 
+from cyborg.tests.e2e import base
 from cyborg.tests.e2e import cloud as e2e
 from cyborg.tests.e2e import standins
 from cyborg.tests.e2e import upstream_cloud
 from cyborg.tests.functional import upstream
 from cyborg.tests import services
 
-WORKDIR_ENV = 'CYBORG_NOVA_E2E_WORKDIR'
 PROFILE = 'e2e-upstream-one'
 GROUPS = [{'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}]
 SERVERS = 2
 CARD_SIZE = 16
 
 
-class ServersSurviveTheTakeOverTest(testtools.TestCase):
+class ServersSurviveTheTakeOverTest(base.E2ETestCase):
+    """Its cloud is made in each test (``start_cloud`` starts none)."""
 
     def setUp(self):
         super().setUp()
-        venv = os.environ.get(e2e.VENV_ENV)
-        if not venv:
-            self.skipTest('%s is not set: run tools/nova-e2e' % e2e.VENV_ENV)
-        for name in ('rabbit', 'mysql'):
-            services.require(self, name)
         workdir = tempfile.mkdtemp(
-            prefix='adopt-', dir=os.environ.get(WORKDIR_ENV))
+            prefix='adopt-', dir=os.environ.get(base.WORKDIR_ENV))
         try:
-            self.cloud = upstream_cloud.UpstreamNovaCloud(venv, workdir)
+            self.cloud = upstream_cloud.UpstreamNovaCloud(self.venv, workdir)
         except upstream.Unavailable as e:
             services.unavailable(self, str(e))
         self.useFixture(self.cloud)
 
     # -- helpers ----------------------------------------------------------
-
-    def server(self, server):
-        return self.cloud.nova('GET', '/servers/%s' % server,
-                               expect=200).json()['server']
-
-    def wait_for(self, server, status):
-        def reached():
-            shown = self.server(server)
-            if shown['status'] == 'ERROR' and status != 'ERROR':
-                raise AssertionError('server %s is ERROR: %s' % (
-                    server, shown.get('fault')))
-            return (shown['status'] == status and
-                    not shown.get('OS-EXT-STS:task_state'))
-        e2e.wait(reached, e2e.BOOT_TIMEOUT, 'server %s %s' % (server,
-                                                               status))
-
-    def action(self, server, body, admin=False):
-        self.cloud.nova('POST', '/servers/%s/action' % server, body,
-                        expect=202, admin=admin)
-
-    def boot(self, flavor, name):
-        return self.cloud.nova('POST', '/servers', {'server': {
-            'name': name, 'imageRef': standins.IMAGE_ID,
-            'flavorRef': flavor, 'networks': 'none'}},
-            expect=202).json()['server']['id']
 
     def bound(self, server):
         """The server's one ARQ, Bound on the card, and its allocation."""
@@ -101,16 +71,10 @@ class ServersSurviveTheTakeOverTest(testtools.TestCase):
 
     def test_servers_booted_with_upstream_live_on_under_cyborg(self):
         cloud = self.cloud
-        [self.card] = [p['uuid'] for p in cloud.provider_tree()['children']]
-        cloud.cyborg('POST', '/device_profiles', [
-            {'name': PROFILE, 'groups': GROUPS}], expect=201)
-        flavor = cloud.nova('POST', '/flavors', {'flavor': {
-            'name': 'e2e.upstream', 'ram': 64, 'vcpus': 1, 'disk': 1}},
-            admin=True, expect=200).json()['flavor']['id']
-        cloud.nova('POST', '/flavors/%s/os-extra_specs' % flavor,
-                   {'extra_specs': {'accel:device_profile': PROFILE}},
-                   admin=True, expect=200)
-        servers = [self.boot(flavor, 'upstream-%d' % i)
+        self.card = self.only_device()
+        base.add_profiles(cloud, {PROFILE: GROUPS})
+        flavor = base.add_flavor(cloud, 'e2e.upstream', PROFILE)
+        servers = [self.create_server(flavor, 'upstream-%d' % i)
                    for i in range(SERVERS)]
         for server in servers:
             self.wait_for(server, 'ACTIVE')
@@ -150,7 +114,7 @@ class ServersSurviveTheTakeOverTest(testtools.TestCase):
         self.assertEqual(arqs[second], self.bound(second))
 
         for server in servers:
-            self._delete(server)
+            self.delete(server)
         self.assertEqual([], cloud.arqs())
         self.assertEqual({'FPGA': 0}, cloud.usages(self.card))
         self.assertEqual((CARD_SIZE, 0), self._handles())
@@ -189,11 +153,3 @@ class ServersSurviveTheTakeOverTest(testtools.TestCase):
                 table)).scalar(), connection.execute(
                 sa.select(sa.func.count()).select_from(table).where(
                     table.c.in_use)).scalar())
-
-    def _delete(self, server):
-        self.cloud.nova('DELETE', '/servers/%s' % server, expect=204)
-        e2e.wait(lambda: self.cloud.nova(
-            'GET', '/servers/%s' % server).status_code == 404,
-            e2e.BOOT_TIMEOUT, 'server %s deleted' % server)
-        self.assertEqual([], self.cloud.arqs(server))
-        self.assertEqual({}, self.cloud.allocations(server))

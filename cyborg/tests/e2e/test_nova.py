@@ -12,18 +12,13 @@ to ``results.json`` in the work directory; ``tools/nova-e2e`` prints them.
 
 import concurrent.futures
 import json
-import os
 import statistics
-import tempfile
 import time
 
-import testtools
-
+from cyborg.tests.e2e import base
 from cyborg.tests.e2e import cloud as e2e
 from cyborg.tests.e2e import standins
-from cyborg.tests import services
 
-WORKDIR_ENV = 'CYBORG_NOVA_E2E_WORKDIR'
 FPGA = {'resources:FPGA': '1', 'trait:CUSTOM_FAKE_DEVICE': 'required'}
 PROFILES = {
     'e2e-one': [FPGA],
@@ -43,90 +38,28 @@ def percentile(values, fraction):
     return ordered[min(len(ordered) - 1, int(fraction * len(ordered)))]
 
 
-class NovaBootsWithCyborgTest(testtools.TestCase):
+class NovaBootsWithCyborgTest(base.E2ETestCase):
 
+    profiles = PROFILES
     results = {}
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.venv = os.environ.get(e2e.VENV_ENV)
-        if not cls.venv:
-            return
-        workdir = os.environ.get(WORKDIR_ENV) or tempfile.mkdtemp(
-            prefix='cyborg-nova-e2e-')
-        cls.workdir = workdir
-        cls.cloud = e2e.NovaCloud(cls.venv, workdir)
-        cls.cloud.setUp()
-        try:
-            cls.flavors = {}
-            for name, groups in PROFILES.items():
-                cls.cloud.cyborg('POST', '/device_profiles', [
-                    {'name': name, 'groups': groups}], expect=201)
-            for name, profile in FLAVORS.items():
-                cls.flavors[name] = cls._flavor(name, profile)
-        except Exception:
-            cls.cloud.cleanUp()
-            raise
+    def start_cloud(cls):
+        cloud = e2e.NovaCloud(cls.venv, base.work_directory())
+        cloud.setUp()
+        return cloud
 
     @classmethod
-    def _flavor(cls, name, profile):
-        flavor = cls.cloud.nova('POST', '/flavors', {'flavor': {
-            'name': name, 'ram': 64, 'vcpus': 1, 'disk': 1}}, admin=True,
-            expect=200).json()['flavor']
-        cls.cloud.nova('POST', '/flavors/%s/os-extra_specs' % flavor['id'],
-                       {'extra_specs': {'accel:device_profile': profile}},
-                       admin=True, expect=200)
-        return flavor['id']
-
-    @classmethod
-    def tearDownClass(cls):
-        if getattr(cls, 'cloud', None) is not None:
-            with open(os.path.join(cls.workdir, 'results.json'), 'w') as f:
-                json.dump(cls.results, f, indent=2, sort_keys=True)
-            cls.cloud.cleanUp()
-        super().tearDownClass()
+    def flavor_profiles(cls):
+        return FLAVORS
 
     def setUp(self):
         super().setUp()
-        if not self.venv:
-            self.skipTest('%s is not set: run tools/nova-e2e' % e2e.VENV_ENV)
-        for name in ('rabbit', 'mysql'):
-            services.require(self, name)
-        self.cloud.check_running()
-        tree = self.cloud.provider_tree()
-        [self.card] = [p['uuid'] for p in tree['children']]
-        self.failures_before = len(self.cloud.proxy.failures)
+        self.card = self.only_device()
         self.addCleanup(self._nothing_left_behind)
-        self.addCleanup(self._report_strays)
+        self.addCleanup(self.report_strays)
 
     # -- helpers ----------------------------------------------------------
-
-    def boot(self, flavor, name='e2e', wait=True):
-        server = self.cloud.nova('POST', '/servers', {'server': {
-            'name': name, 'imageRef': standins.IMAGE_ID,
-            'flavorRef': self.flavors[flavor], 'networks': 'none'}},
-            expect=202).json()['server']['id']
-        self.addCleanup(self.delete, server)
-        if wait:
-            self.wait_for(server, 'ACTIVE')
-        return server
-
-    def server(self, server):
-        return self.cloud.nova('GET', '/servers/%s' % server,
-                               expect=200).json()['server']
-
-    def wait_for(self, server, status, task_state=None):
-        def reached():
-            shown = self.server(server)
-            if shown['status'] == 'ERROR' and status != 'ERROR':
-                raise AssertionError('server %s is ERROR: %s' % (
-                    server, shown.get('fault')))
-            return (shown['status'] == status and
-                    shown.get('OS-EXT-STS:task_state') == task_state and
-                    shown)
-        return e2e.wait(reached, e2e.BOOT_TIMEOUT,
-                        'server %s %s' % (server, status))
 
     def wait_for_all(self, servers, status):
         """Until every server of ``servers`` has ``status``; one list
@@ -146,33 +79,6 @@ class NovaBootsWithCyborgTest(testtools.TestCase):
         e2e.wait(reached, e2e.BOOT_TIMEOUT, '%d servers %s' % (
             len(servers), status), interval=1)
 
-    def action(self, server, body, expect=202, admin=False):
-        return self.cloud.nova('POST', '/servers/%s/action' % server, body,
-                               expect=expect, admin=admin)
-
-    def delete(self, server):
-        response = self.cloud.nova('DELETE', '/servers/%s' % server)
-        if response.status_code == 404:
-            return
-        self.assertEqual(204, response.status_code, response.text)
-        e2e.wait(lambda: self.cloud.nova(
-            'GET', '/servers/%s' % server).status_code == 404,
-            e2e.BOOT_TIMEOUT, 'server %s deleted' % server)
-        left = self.cloud.arqs(server)
-        if left:
-            # Nova logs a failed delete and goes on: say what it saw.
-            raise AssertionError(
-                'server %s is deleted but its ARQs are not: %s\n'
-                'Nova\'s calls that failed: %s\nnova-compute on it:\n%s\n'
-                'cyborg\'s warnings and errors:\n%s' % (
-                    server, left, self.cloud.proxy.failures,
-                    '\n'.join(self.cloud.log_lines('nova-compute', server)[
-                        -20:]),
-                    '\n'.join(
-                        [line for line in self.cloud.log_lines('cyborg-aio')
-                         if ' WARNING ' in line or ' ERROR ' in line][-20:])))
-        self.assertEqual({}, self.cloud.allocations(server))
-
     def bound_arqs(self, server, count=1):
         arqs = self.cloud.arqs(server)
         self.assertEqual(count, len(arqs), arqs)
@@ -188,22 +94,11 @@ class NovaBootsWithCyborgTest(testtools.TestCase):
         return allocations.get(self.card, {}).get('resources', {}).get(
             'FPGA', 0)
 
-    def last_seen(self):
-        return self.cloud.cyborg('GET', '/hosts/%s' % e2e.HOST,
-                                 version='2.5',
-                                 expect=200).json()['last_seen_at']
-
     def _nothing_left_behind(self):
         """After each test: no ARQ, no FPGA in use, the card whole."""
         self.assertEqual([], [a for a in self.cloud.arqs()
                               if a['instance_uuid']])
         self.assertEqual({'FPGA': 0}, self.cloud.usages(self.card))
-
-    def _report_strays(self):
-        for standin in (self.cloud.glance, self.cloud.neutron):
-            self.assertEqual([], standin.unexpected)
-        # No call of Nova's to cyborg failed on cyborg's side.
-        self.assertEqual([], self.cloud.proxy.failures[self.failures_before:])
 
     # -- the tests --------------------------------------------------------
 
@@ -268,11 +163,7 @@ class NovaBootsWithCyborgTest(testtools.TestCase):
         self.assertEqual(400, refused.status_code, refused.text)
         self.assertIn('e2e-no-such-profile', refused.text)
         # No device has the trait: Placement finds no host.
-        server = self.boot('e2e.e2e-unknown-trait', wait=False)
-        shown = self.wait_for(server, 'ERROR')
-        self.assertIn('No valid host', shown['fault']['message'])
-        self.assertEqual([], self.cloud.arqs(server))
-        self.assertEqual({}, self.cloud.allocations(server))
+        self.no_valid_host('e2e.e2e-unknown-trait', 'e2e')
 
     def test_burst_fills_the_card_and_survives_a_cyborg_restart(self):
         started = time.monotonic()
@@ -291,11 +182,7 @@ class NovaBootsWithCyborgTest(testtools.TestCase):
         self.assertEqual({'FPGA': CARD_SIZE}, self.cloud.usages(self.card))
         # The card is full: the next boot finds no host and leaves
         # nothing behind.
-        extra = self.boot('e2e.e2e-one', name='one-too-many', wait=False)
-        shown = self.wait_for(extra, 'ERROR')
-        self.assertIn('No valid host', shown['fault']['message'])
-        self.assertEqual([], self.cloud.arqs(extra))
-        self.assertEqual({}, self.cloud.allocations(extra))
+        self.no_valid_host('e2e.e2e-one', 'one-too-many')
         self.assertEqual(CARD_SIZE, len(self.cloud.arqs()))
         # A cyborg restart keeps every ARQ and every allocation.
         allocations = {s: self.cloud.allocations(s) for s in servers}

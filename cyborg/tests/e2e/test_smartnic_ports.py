@@ -17,6 +17,7 @@ A profile asking for two devices for one port is refused by Nova.
 from cyborg.accelerator.common import records
 from cyborg.tests.e2e import cloud as e2e
 from cyborg.tests.e2e import hardware
+from cyborg.tests.e2e import standins
 
 PHYSNET = hardware.PHYSNET
 VF = {'resources:CUSTOM_NIC': '1', 'trait:CUSTOM_PHYSNET1': 'required',
@@ -131,7 +132,7 @@ class SmartNicPortTest(hardware.HardwareTestCase):
                 (None, 'No device profile')):
             port = self.port(profile)
             refused = self.cloud.nova('POST', '/servers', {'server': {
-                'name': 'e2e-refused', 'imageRef': hardware.standins.IMAGE_ID,
+                'name': 'e2e-refused', 'imageRef': standins.IMAGE_ID,
                 'flavorRef': self.flavors['e2e.plain'],
                 'networks': [{'port': port}]}})
             self.assertEqual(400, refused.status_code, refused.text)

@@ -17,17 +17,13 @@ The module starts a cloud of its own, for its short check interval.
 import contextlib
 import os
 import sqlite3
-import tempfile
 import time
 
-import testtools
-
+from cyborg.tests.e2e import base
 from cyborg.tests.e2e import cloud as e2e
-from cyborg.tests.e2e import standins
-from cyborg.tests import services
 
-WORKDIR_ENV = 'CYBORG_NOVA_E2E_WORKDIR'
 PROFILE = 'e2e-stuck'
+FLAVOR = 'e2e.stuck'
 GRACE = 2
 INTERVAL = 3
 # Released within the grace and one interval of the bind, and the time
@@ -35,93 +31,51 @@ INTERVAL = 3
 RELEASED_WITHIN = GRACE + INTERVAL + 30
 
 
-class StuckARQsTest(testtools.TestCase):
+class StuckARQsTest(base.E2ETestCase):
+
+    profiles = {PROFILE: [{'resources:FPGA': '1',
+                           'trait:CUSTOM_FAKE_DEVICE': 'required'}]}
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.venv = os.environ.get(e2e.VENV_ENV)
-        if not cls.venv:
-            return
-        base = os.environ.get(WORKDIR_ENV) or tempfile.mkdtemp(
-            prefix='cyborg-nova-e2e-')
-        cls.cloud = e2e.NovaCloud(
-            cls.venv, os.path.join(base, 'stuck-arqs'), cyborg_options={
-                'conductor': {'stuck_arq_grace': GRACE,
-                              'stuck_arq_interval': INTERVAL}})
-        cls.cloud.setUp()
-        try:
-            cls.cloud.cyborg('POST', '/device_profiles', [{
-                'name': PROFILE, 'groups': [{
-                    'resources:FPGA': '1',
-                    'trait:CUSTOM_FAKE_DEVICE': 'required'}]}], expect=201)
-            flavor = cls.cloud.nova('POST', '/flavors', {'flavor': {
-                'name': 'e2e.stuck', 'ram': 64, 'vcpus': 1, 'disk': 1}},
-                admin=True, expect=200).json()['flavor']
-            cls.cloud.nova('POST', '/flavors/%s/os-extra_specs' %
-                           flavor['id'], {'extra_specs': {
-                               'accel:device_profile': PROFILE}},
-                           admin=True, expect=200)
-            cls.flavor = flavor['id']
-        except Exception:
-            cls.cloud.cleanUp()
-            raise
+    def start_cloud(cls):
+        cloud = e2e.NovaCloud(
+            cls.venv, os.path.join(base.work_directory(), 'stuck-arqs'),
+            cyborg_options={'conductor': {'stuck_arq_grace': GRACE,
+                                          'stuck_arq_interval': INTERVAL}})
+        cloud.setUp()
+        return cloud
 
     @classmethod
-    def tearDownClass(cls):
-        if getattr(cls, 'cloud', None) is not None:
-            cls.cloud.cleanUp()
-        super().tearDownClass()
+    def flavor_profiles(cls):
+        return {FLAVOR: PROFILE}
 
     def setUp(self):
         super().setUp()
-        if not self.venv:
-            self.skipTest('%s is not set: run tools/nova-e2e' % e2e.VENV_ENV)
-        for name in ('rabbit', 'mysql'):
-            services.require(self, name)
-        self.cloud.check_running()
-        [self.card] = [p['uuid']
-                       for p in self.cloud.provider_tree()['children']]
+        self.card = self.only_device()
         self.addCleanup(self.cloud.proxy.binds_gate.set)
-
-    def boot(self, name):
-        return self.cloud.nova('POST', '/servers', {'server': {
-            'name': name, 'imageRef': standins.IMAGE_ID,
-            'flavorRef': self.flavor, 'networks': 'none'}},
-            expect=202).json()['server']['id']
 
     def bind_held(self, server):
         """Whether the proxy holds Nova's bind; AssertionError once the
         server failed instead."""
         if self.cloud.proxy.held_binds:
             return True
-        shown = self.cloud.nova('GET', '/servers/%s' % server, admin=True,
-                                expect=200).json()['server']
+        shown = self.server(server)
         if shown['status'] == 'ERROR':
             raise AssertionError('server %s is ERROR: %s' % (
                 server, shown.get('fault')))
         return False
 
-    def gone(self, server):
-        return self.cloud.nova('GET', '/servers/%s' % server,
-                               admin=True).status_code == 404
-
-    def delete(self, server):
-        self.cloud.nova('DELETE', '/servers/%s' % server, expect=204)
-        e2e.wait(lambda: self.gone(server), e2e.BOOT_TIMEOUT,
-                 'server %s deleted' % server)
-
     def test_a_server_deleted_before_it_got_a_host(self):
         proxy = self.cloud.proxy
         proxy.binds_gate.clear()
-        server = self.boot('deleted-while-scheduling')
+        server = self.create_server(self.flavors[FLAVOR],
+                                    'deleted-while-scheduling')
         e2e.wait(lambda: self.bind_held(server), e2e.BOOT_TIMEOUT,
                  'Nova\'s bind of the ARQ of %s' % server)
-        shown = self.cloud.nova('GET', '/servers/%s' % server,
-                                admin=True, expect=200).json()['server']
+        shown = self.server(server)
         self.assertIsNone(shown['OS-EXT-SRV-ATTR:host'], shown)
         # Deleted without a host: Nova's API deletes it alone.
-        self.delete(server)
+        self.assertTrue(self.delete_server(server))
         proxy.binds_gate.set()
         bound_at = time.monotonic()
         # The bind goes on, and nobody deletes the ARQ: Nova's bug.
@@ -143,12 +97,9 @@ class StuckARQsTest(testtools.TestCase):
         print('ARQ released %.1f s after its bind' % released_after)
 
         # The device is free: the next server gets the same handle.
-        again = self.boot('after-the-release')
-        self.addCleanup(self.delete, again)
-        e2e.wait(lambda: self.cloud.nova(
-            'GET', '/servers/%s' % again, expect=200).json()['server'][
-                'status'] == 'ACTIVE', e2e.BOOT_TIMEOUT,
-            'server %s ACTIVE' % again)
+        again = self.create_server(self.flavors[FLAVOR], 'after-the-release')
+        self.addCleanup(self.delete_server, again)
+        self.wait_for(again, 'ACTIVE')
         [bound] = self.cloud.arqs(again)
         self.assertEqual(arq['attach_handle_info'],
                          bound['attach_handle_info'])

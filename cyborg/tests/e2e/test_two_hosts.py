@@ -11,19 +11,13 @@ lands shows that scheduling followed them:
   made for the test (``cyborg/tests/unit/accelerator/sysfs.py``).
 """
 
-import json
 import os
-import tempfile
 import time
 
-import testtools
-
+from cyborg.tests.e2e import base
 from cyborg.tests.e2e import cloud as e2e
-from cyborg.tests.e2e import standins
-from cyborg.tests import services
 from cyborg.tests.unit.accelerator import sysfs
 
-WORKDIR_ENV = 'CYBORG_NOVA_E2E_WORKDIR'
 FPGA_HOST = 'e2e-fpga-host'
 GPU_HOST = 'e2e-gpu-host'
 GPUS = ('0000:3b:00.0', '0000:d8:00.0')
@@ -44,102 +38,36 @@ def gpu_tree(root):
     return tree.root
 
 
-class TwoComputeHostsTest(testtools.TestCase):
+class TwoComputeHostsTest(base.E2ETestCase):
 
+    profiles = PROFILES
     results = {}
 
     @classmethod
-    def setUpClass(cls):
-        super().setUpClass()
-        cls.venv = os.environ.get(e2e.VENV_ENV)
-        if not cls.venv:
-            return
-        base = os.environ.get(WORKDIR_ENV) or tempfile.mkdtemp(
-            prefix='cyborg-nova-e2e-')
-        cls.workdir = os.path.join(base, 'two-hosts')
-        os.makedirs(cls.workdir, exist_ok=True)
+    def start_cloud(cls):
+        workdir = base.work_directory('two-hosts')
         started = time.monotonic()
-        cls.cloud = e2e.SplitCloud(cls.venv, cls.workdir, {
+        cloud = e2e.SplitCloud(cls.venv, workdir, {
             FPGA_HOST: {'enabled_drivers': 'fake_driver'},
             GPU_HOST: {'enabled_drivers': 'nvidia_gpu_driver',
-                       'sysfs_root': gpu_tree(os.path.join(cls.workdir,
+                       'sysfs_root': gpu_tree(os.path.join(workdir,
                                                            'sys-gpu'))},
         })
-        cls.cloud.setUp()
+        cloud.setUp()
         cls.results['cloud_up_s'] = round(time.monotonic() - started, 1)
-        try:
-            cls.flavors = {}
-            for name, groups in PROFILES.items():
-                cls.cloud.cyborg('POST', '/device_profiles', [
-                    {'name': name, 'groups': groups}], expect=201)
-                flavor = cls.cloud.nova('POST', '/flavors', {'flavor': {
-                    'name': name, 'ram': 64, 'vcpus': 1, 'disk': 1}},
-                    admin=True, expect=200).json()['flavor']['id']
-                cls.cloud.nova('POST', '/flavors/%s/os-extra_specs' % flavor,
-                               {'extra_specs': {
-                                   'accel:device_profile': name}},
-                               admin=True, expect=200)
-                cls.flavors[name] = flavor
-        except Exception:
-            cls.cloud.cleanUp()
-            raise
+        return cloud
 
     @classmethod
-    def tearDownClass(cls):
-        if getattr(cls, 'cloud', None) is not None:
-            with open(os.path.join(cls.workdir, 'results.json'), 'w') as f:
-                json.dump(cls.results, f, indent=2, sort_keys=True)
-            cls.cloud.cleanUp()
-        super().tearDownClass()
+    def flavor_profiles(cls):
+        return {name: name for name in cls.profiles}
 
     def setUp(self):
         super().setUp()
-        if not self.venv:
-            self.skipTest('%s is not set: run tools/nova-e2e' % e2e.VENV_ENV)
-        for name in ('rabbit', 'mysql'):
-            services.require(self, name)
-        self.cloud.check_running()
         self.trees = {host: self.cloud.provider_tree(host)
                       for host in self.cloud.hosts}
         self.addCleanup(self._nothing_left_behind)
 
     # -- helpers ----------------------------------------------------------
-
-    def boot(self, profile, name='two-hosts', wait=True):
-        server = self.cloud.nova('POST', '/servers', {'server': {
-            'name': name, 'imageRef': standins.IMAGE_ID,
-            'flavorRef': self.flavors[profile], 'networks': 'none'}},
-            expect=202).json()['server']['id']
-        self.addCleanup(self.delete, server)
-        if wait:
-            self.wait_for(server, 'ACTIVE')
-        return server
-
-    def server(self, server):
-        return self.cloud.nova('GET', '/servers/%s' % server, admin=True,
-                               expect=200).json()['server']
-
-    def wait_for(self, server, status):
-        def reached():
-            shown = self.server(server)
-            if shown['status'] == 'ERROR' and status != 'ERROR':
-                raise AssertionError('server %s is ERROR: %s' % (
-                    server, shown.get('fault')))
-            return (shown['status'] == status and
-                    not shown.get('OS-EXT-STS:task_state') and shown)
-        return e2e.wait(reached, e2e.BOOT_TIMEOUT,
-                        'server %s %s' % (server, status))
-
-    def delete(self, server):
-        response = self.cloud.nova('DELETE', '/servers/%s' % server)
-        if response.status_code == 404:
-            return
-        self.assertEqual(204, response.status_code, response.text)
-        e2e.wait(lambda: self.cloud.nova(
-            'GET', '/servers/%s' % server).status_code == 404,
-            e2e.BOOT_TIMEOUT, 'server %s deleted' % server)
-        self.assertEqual([], self.cloud.arqs(server))
-        self.assertEqual({}, self.cloud.allocations(server))
 
     def providers(self, host, resource_class):
         """cyborg's providers under ``host``'s compute node that have
@@ -171,9 +99,7 @@ class TwoComputeHostsTest(testtools.TestCase):
             for provider in self.providers(host, resource_class):
                 self.assertEqual({resource_class: 0},
                                  self.cloud.usages(provider))
-        for standin in (self.cloud.glance, self.cloud.neutron):
-            self.assertEqual([], standin.unexpected)
-        self.assertEqual([], self.cloud.proxy.failures)
+        self.report_strays()
 
     # -- the tests --------------------------------------------------------
 
@@ -214,11 +140,7 @@ class TwoComputeHostsTest(testtools.TestCase):
                          sorted(self.landed(s, GPU_HOST, 'PGPU')
                                 for s in gpus))
         # Both GPUs are taken; FPGAs on the other host do not help.
-        extra = self.boot('two-hosts-pgpu', name='gpu-extra', wait=False)
-        shown = self.wait_for(extra, 'ERROR')
-        self.assertIn('No valid host', shown['fault']['message'])
-        self.assertEqual([], self.cloud.arqs(extra))
-        self.assertEqual({}, self.cloud.allocations(extra))
+        self.no_valid_host('two-hosts-pgpu', 'gpu-extra')
 
     def test_a_killed_agent_does_not_disturb_the_other_host(self):
         self.cloud.kill_agent(GPU_HOST)
@@ -236,11 +158,7 @@ class TwoComputeHostsTest(testtools.TestCase):
         self.assertEqual(len(GPUS), len(self.providers(GPU_HOST, 'PGPU')))
 
     def _agent_back(self, host):
-        before = self.host_seen(host)
+        before = self.last_seen(host)
         self.cloud.start_agent(host)
-        e2e.wait(lambda: self.host_seen(host) != before, 60,
+        e2e.wait(lambda: self.last_seen(host) != before, 60,
                  'the agent of %s back' % host)
-
-    def host_seen(self, host):
-        return self.cloud.cyborg('GET', '/hosts/%s' % host, version='2.5',
-                                 expect=200).json()['last_seen_at']

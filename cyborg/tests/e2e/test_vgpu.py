@@ -110,10 +110,7 @@ class VgpuThroughNovaTest(hardware.HardwareTestCase):
                  for s in servers}
         self.assertEqual(SLOTS, len(uuids))
         self.assertEqual({'VGPU': SLOTS}, self.cloud.usages(self.gpu))
-        extra = self.boot('e2e.e2e-vgpu', name='vgpu-extra', wait=False)
-        shown = self.wait_for(extra, 'ERROR')
-        self.assertIn('No valid host', shown['fault']['message'])
-        self.assertEqual([], self.cloud.arqs(extra))
+        self.no_valid_host('e2e.e2e-vgpu', 'vgpu-extra')
         for server in servers:
             self.delete(server)
         self.assertEqual({'VGPU': 0}, self.cloud.usages(self.gpu))
