@@ -237,8 +237,12 @@ def _proc(proc):
     for info in glob.glob(os.path.join(proc, 'driver', 'nvidia', 'gpus', '*',
                                        'information')):
         rec.file(info)
+    # The mig directory of a GPU without GPU instances too: then the
+    # agent reports none, where without it it reports nothing.
     for gi in glob.glob(os.path.join(proc, 'driver', 'nvidia',
-                                     'capabilities', 'gpu*', 'mig', 'gi*')):
+                                     'capabilities', 'gpu*', 'mig')) + \
+            glob.glob(os.path.join(proc, 'driver', 'nvidia',
+                                   'capabilities', 'gpu*', 'mig', 'gi*')):
         rec.directory(gi)
     return {'files': rec.files, 'dirs': sorted(rec.dirs)}
 

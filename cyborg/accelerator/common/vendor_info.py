@@ -61,6 +61,13 @@ def _nvidia(proc, function):
     return info
 
 
+def nvidia_model(reader, function):
+    """The model the ``nvidia`` driver shows for ``function`` (None: it
+    shows none, or does not drive it)."""
+    return _nvidia(passthrough.proc_root(reader.root), function).get(
+        'model')
+
+
 #: Identity files below an Intel FPGA function, by key: the FPGA
 #: management engine's bitstream id and metadata, under the in-kernel DFL
 #: driver or OPAE's older one.

@@ -279,10 +279,28 @@ class SysfsPciDriver(AcceleratorDriver):
         self._declined.append((function, None, NotReady(reason,
                                                          action=action)))
 
+    def own_name(self, function):
+        """The name the vendor's kernel driver gives ``function`` (None:
+        it gives none); used where the PCI ID database does not know the
+        device."""
+        return None
+
+    def function_name(self, names, function):
+        """``function``'s name: as ``lspci`` names it from ``names`` (a
+        :class:`pciids.Database`), unless the database does not know the
+        device (a host without one, or a card newer than it) and the
+        vendor's driver names it."""
+        if names.device(function.vendor, function.product) is None:
+            own = self.own_name(function)
+            if own:
+                return own
+        return names.name(function.vendor, function.product)
+
     def survey(self):
         """As :meth:`AcceleratorDriver.survey`; every function, offered
         or not, is named from the PCI ID database as ``lspci`` names it
-        on this host."""
+        on this host (or as its vendor's driver does, see
+        :meth:`function_name`)."""
         devices, hardware, seen = [], [], set()
         names = pciids.database(self.conf)
         for function, device, not_ready in self._scan():
@@ -292,7 +310,7 @@ class SysfsPciDriver(AcceleratorDriver):
                 seen.add(function.address)
                 hardware.append(hardware_entry(
                     function.address, device, not_ready, function,
-                    name=names.name(function.vendor, function.product)))
+                    name=self.function_name(names, function)))
         return devices, hardware
 
     def discover(self):

@@ -39,6 +39,7 @@ from cyborg.accelerator.common import pciids
 from cyborg.accelerator.common import privileged
 from cyborg.accelerator.common import records
 from cyborg.accelerator.common import sysfs
+from cyborg.accelerator.common import vendor_info
 from cyborg.accelerator.drivers import base
 from cyborg.conf import drivers as drivers_conf
 
@@ -121,9 +122,12 @@ class NvidiaGpuDriver(base.SysfsPciDriver, base.MdevManager):
             deployable = self._pgpu(function)
         return records.device(
             function, self.device_type,
-            pciids.database(self.conf).name(function.vendor,
-                                            function.product),
+            self.function_name(pciids.database(self.conf), function),
             [deployable])
+
+    def own_name(self, function):
+        """The model the ``nvidia`` driver shows (``NVIDIA H200``)."""
+        return vendor_info.nvidia_model(self.reader, function)
 
     def _pgpu(self, function):
         if function.has_vfs_enabled:

@@ -144,6 +144,71 @@ class H100HostTest(ReplayTestCase):
         self.assertEqual('0x2330\n', first['files'][GPU_DIR + '/device'])
 
 
+
+class H200HostTest(ReplayTestCase):
+    """The real H200 host (``cyborg-agent --capture``): a VM without an
+    IOMMU, and a GPU newer than the PCI ID database."""
+
+    def test_gpu_named_by_the_nvidia_driver_where_pci_ids_does_not_know_it(
+            self):
+        self.use(load('h200-host.json'))
+        driver = nvidia.NvidiaGpuDriver(self.conf)
+        self.assertEqual([], driver.discover())
+        [gpu] = driver.hardware()
+        self.assertEqual((H100, '10de', '2335', 'nvidia', 'NVIDIA H200'),
+                         (gpu['address'], gpu['vendor_id'],
+                          gpu['product_id'], gpu['kernel_driver'],
+                          gpu['name']))
+        self.assertIn('no IOMMU group', gpu['reason'])
+        self.flags(allow_no_iommu_group=True, group='agent')
+        [device] = nvidia.NvidiaGpuDriver(self.conf).discover()
+        self.assertEqual('NVIDIA H200', device.model)
+        info = json.loads(device.vendor_board_info)
+        self.assertEqual(('GPU-02a3810c-53eb-90c7-d10b-79da2d8644e4',
+                          '96.00.a5.00.1a', '580.159.04', '10de:18bf',
+                          'NVIDIA Corporation Device 18bf', 0),
+                         (info['gpu_uuid'], info['vbios_version'],
+                          info['firmware'], info['subsystem'],
+                          info['subsystem_name'], info['mig_gpu_instances']))
+
+    def test_without_the_driver_s_name_the_ids_name_it(self):
+        # Bound to vfio-pci, the nvidia driver shows nothing: the name is
+        # the PCI ID database's, as lspci would print it; without any
+        # database, the ids alone.
+        document = copy.deepcopy(load('h200-host.json'))
+        del document['proc']
+        self.use(document)
+        [gpu] = nvidia.NvidiaGpuDriver(self.conf).hardware()
+        self.assertEqual('NVIDIA Corporation Device 2335', gpu['name'])
+        self.flags(pci_ids_path=os.path.join(self.tmp, 'empty.ids'),
+                   group='agent')
+        open(os.path.join(self.tmp, 'empty.ids'), 'w').close()
+        [gpu] = nvidia.NvidiaGpuDriver(self.conf).hardware()
+        self.assertEqual('Device 10de:2335', gpu['name'])
+
+    def test_mig_without_gpu_instances_survives_the_round_trip(self):
+        # On the host, /proc/driver/nvidia/capabilities/gpu0/mig exists
+        # with no gi* in it: the agent reported 0 GPU instances there, and
+        # a replay of the capture must too.
+        self.assertIn('driver/nvidia/capabilities/gpu0/mig',
+                      load('h200-host.json')['proc']['dirs'])
+        again = capture.capture(self.use(load('h200-host.json')))
+        self.assertIn('driver/nvidia/capabilities/gpu0/mig',
+                      again['proc']['dirs'])
+        self.use(again)
+        self.flags(allow_no_iommu_group=True, group='agent')
+        [device] = nvidia.NvidiaGpuDriver(self.conf).discover()
+        self.assertEqual(
+            0, json.loads(device.vendor_board_info)['mig_gpu_instances'])
+
+    def test_a_known_device_keeps_its_pci_ids_name(self):
+        # The H100 is in the database: its name is the database's, not
+        # the driver's "NVIDIA H100 80GB HBM3".
+        self.use(load('h100-host.json'))
+        [gpu] = nvidia.NvidiaGpuDriver(self.conf).hardware()
+        self.assertEqual('NVIDIA Corporation GH100[H100 SXM5 80GB]',
+                         gpu['name'])
+
 class OwnCapturesTest(ReplayTestCase):
 
     def test_host_in_use(self):
