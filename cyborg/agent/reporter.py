@@ -11,8 +11,12 @@ when a cheap look at sysfs (:mod:`cyborg.agent.changes`) finds a change,
 or a full rescan is due. Each discovery runs all drivers and hashes the
 result; a report (``report_data``) goes to the conductor only when the hash
 differs from the last one the conductor accepted. The heartbeat (``[agent]
-heartbeat_interval``) runs no discovery: it is a cast, or the resend of a
-report the conductor has not taken yet.
+heartbeat_interval``) runs no discovery: it is a cast, then the resend of
+a report the conductor has not taken yet, if there is one. The cast goes
+first: a resend may wait for the conductor's answer as long as the call
+timeout, and a host whose liveness waited behind it would be marked down
+while alive (and its Placement inventory reserved) whenever a conductor
+is slow or dies with the report.
 
 The last accepted report is kept in ``[agent] state_file``
 (:mod:`cyborg.agent.state`), so a restarted agent whose hardware did not
@@ -253,14 +257,17 @@ class Reporter:
 
     def keep_alive(self):
         """The heartbeat task: say hello until the conductor has us (then
-        report what it misses), resend a report it has not taken yet, or
-        send a heartbeat. No discovery unless we just said hello."""
+        report what it misses); once it has us, a heartbeat, then the
+        resend of a report it has not taken yet. The heartbeat never
+        waits for a call (see the module's docstring). No discovery
+        unless we just said hello."""
         context = cyborg_context.get_admin_context()
         if not self._registered.is_set():
             if self.hello(context):
                 self.report(context)
-        elif not self._resend(context):
-            self.conductor.agent_heartbeat(context, self.host)
+            return
+        self.conductor.agent_heartbeat(context, self.host)
+        self._resend(context)
 
     def rescan(self):
         """Discovery, and a report only if it found something new (the

@@ -30,7 +30,14 @@ sequence applied (``report_seq``). Then:
    fails, the database stands, the host counts as unsynced and the agent,
    not having its hash accepted, sends the report again: the next attempt
    finds nothing to change in the database and catches Placement up (as
-   does the periodic retry before it).
+   does the periodic retry before it). While a report's sync of a host
+   runs, another report of the host that needs one (most often the same
+   report, sent again by an agent that gave up waiting for the answer) is
+   answered None at once rather than syncing the host a second time
+   alongside: under load, syncs slower than the agent's call timeout
+   would otherwise pile up, each resend adding one, until they held
+   every RPC worker of the conductor (and its agents' heartbeats waited
+   behind them).
 
 A report may carry the hardware list of its host (RPC 1.6): every
 function the agent's drivers looked at, offered or not and why. Its hash
@@ -49,6 +56,7 @@ itself is the conductor's to manage and is not taken from reports.
 """
 
 import collections
+import threading
 
 from oslo_log import log as logging
 
@@ -258,6 +266,9 @@ class Reporting:
         self.batches = coalesce.Coalescer(self._apply_batch, MAX_BATCH)
         # Syncs that end together are recorded in one transaction.
         self.synced = coalesce.Coalescer(self._mark_synced, MAX_BATCH)
+        # {hostname: generation} of the report syncs running here.
+        self._syncing = {}
+        self._syncing_lock = threading.Lock()
 
     def report(self, context, hostname, devices, report_hash,
                report_seq=None, hardware=None):
@@ -277,7 +288,31 @@ class Reporting:
                                 hardware)
         if isinstance(outcome, Done):
             return outcome.answer
-        return self._sync(context, hostname, outcome, report_hash)
+        with self._syncing_lock:
+            running = self._syncing.get(hostname)
+            if running is None:
+                self._syncing[hostname] = outcome.generation
+        if running is not None:
+            return self._sync_running(context, hostname, outcome, running)
+        try:
+            return self._sync(context, hostname, outcome, report_hash)
+        finally:
+            with self._syncing_lock:
+                del self._syncing[hostname]
+
+    @staticmethod
+    def _sync_running(context, hostname, pending, running):
+        """A report of ``hostname`` needs a Placement sync while one of
+        generation ``running`` runs here: the agent is answered None (it
+        sends the report again later). Rows newer than those being synced
+        leave the host pending for the periodic retry, should the running
+        sync not catch up with them."""
+        notify_device_events(context, pending.events)
+        if pending.generation != running:
+            db_hosts.set_sync_pending(context, hostname, True)
+        LOG.info('Placement is being synced for host %s already; its '
+                 'agent sends the report again later', hostname)
+        return None
 
     def _apply_batch(self, reports):
         """The outcome of each report of a batch: Done, an exception,

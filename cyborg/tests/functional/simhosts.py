@@ -157,6 +157,9 @@ class SimHost:
         #: Its heartbeat task runs (a hello, a report or a cast): as an
         #: agent's periodic task, the next one waits for it.
         self.busy = threading.Lock()
+        #: Its rescan runs: as the agent's other periodic task (a thread
+        #: of its own), the next one waits for it.
+        self.rescanning = threading.Lock()
         #: time.monotonic() when its last heartbeat task began (None:
         #: none yet).
         self.last_beat = None
@@ -241,7 +244,7 @@ class SimHosts:
         self.pool = concurrent.futures.ThreadPoolExecutor(
             steady_threads or 4 * threads, thread_name_prefix='simhost')
         self.counts = {'heartbeats': 0, 'rescans': 0, 'changes': 0,
-                       'errors': 0, 'late': 0}
+                       'errors': 0, 'late': 0, 'late_rescans': 0}
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -271,9 +274,19 @@ class SimHosts:
             host.busy.release()
 
     def _rescan(self, host):
-        if host.alive:
+        if not host.alive:
+            return
+        if not host.rescanning.acquire(blocking=False):
+            # The last one still waits (for the conductor, or for the
+            # report the heartbeat resends): rescans must not pile up on
+            # the pool, holding its workers from other hosts' heartbeats.
+            self._count('late_rescans')
+            return
+        try:
             self._safely(host.reporter.periodic_rescan)
             self._count('rescans')
+        finally:
+            host.rescanning.release()
 
     def _safely(self, task):
         # As the agent's periodic task runner: a failure is counted and

@@ -364,6 +364,83 @@ class _ReportingTests:
         # The agent's resend of the newer is then answered at once.
         self.assertTrue(self.state().shows(agent_reporter.report_hash(new)))
 
+    def test_a_report_sent_again_while_its_sync_runs_is_not_synced_twice(
+            self):
+        # The agent gave up waiting for our answer and sends the report
+        # again while our sync of it still runs: the resend is answered
+        # at once (send again later), not with a second sync alongside.
+        devices = [get_test_device(self.hostname)]
+        digest = agent_reporter.report_hash(devices)
+        ours = reporting.Reporting(self.conf)
+        sync_host = ours.placement.sync.sync_host
+        calls, started, go = [], threading.Event(), threading.Event()
+
+        def slow_first(*args):
+            calls.append(args)
+            if len(calls) == 1:
+                started.set()
+                self.assertTrue(go.wait(30))
+            sync_host(*args)
+
+        ours.placement.sync.sync_host = slow_first
+        answers = {}
+        first = threading.Thread(target=lambda: answers.update(
+            first=ours.report(self.ctx, self.hostname, devices, digest)))
+        first.start()
+        self.addCleanup(first.join, 30)
+        self.addCleanup(go.set)
+        self.assertTrue(started.wait(30))
+        self.assertIsNone(ours.report(self.ctx, self.hostname, devices,
+                                      digest))
+        self.assertEqual(1, len(calls))
+        # Nothing newer than what is being synced: no retry is owed.
+        self.assertEqual([], db_hosts.sync_pending_hosts(self.ctx))
+        go.set()
+        first.join(30)
+        self.assertEqual(digest, answers['first'])
+        # The next resend is answered from the database.
+        self.assertEqual(digest, ours.report(self.ctx, self.hostname,
+                                             devices, digest))
+        self.assertEqual(1, len(calls))
+
+    def test_a_newer_report_while_a_sync_runs_is_caught_up(self):
+        # A newer report of the host arrives while the older one's sync
+        # runs here: it is written and answered None; the older sync,
+        # finding the rows moved on, syncs Placement to the newer.
+        old = [get_test_device(self.hostname, num=2)]
+        new = [get_test_device(self.hostname, num=5)]
+        ours = reporting.Reporting(self.conf)
+        sync_host = ours.placement.sync.sync_host
+        started, go = threading.Event(), threading.Event()
+
+        def slow_first(*args):
+            if not started.is_set():
+                started.set()
+                self.assertTrue(go.wait(30))
+            sync_host(*args)
+
+        ours.placement.sync.sync_host = slow_first
+        answers = {}
+        first = threading.Thread(target=lambda: answers.update(
+            old=ours.report(self.ctx, self.hostname, old,
+                            agent_reporter.report_hash(old))))
+        first.start()
+        self.addCleanup(first.join, 30)
+        self.addCleanup(go.set)
+        self.assertTrue(started.wait(30))
+        self.assertIsNone(ours.report(self.ctx, self.hostname, new,
+                                      agent_reporter.report_hash(new)))
+        # Owed a sync: the periodic retry does it if no one else does.
+        self.assertEqual([self.hostname],
+                         db_hosts.sync_pending_hosts(self.ctx))
+        go.set()
+        first.join(30)
+        self.assertIsNone(answers['old'])
+        self.assertEqual({'FPGA': (5, 5)}, self.provider(
+            '%s_dev0' % self.hostname)['inventories'])
+        self.assertEqual(agent_reporter.report_hash(new), ours.report(
+            self.ctx, self.hostname, new, agent_reporter.report_hash(new)))
+
     def test_older_sync_failing_after_a_newer_one_is_caught_up(self):
         # Two conductors sync two reports of the host at once. The newer
         # report's sync lands first; our older one's writes land after it

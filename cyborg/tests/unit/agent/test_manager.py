@@ -120,7 +120,8 @@ class OutageTest(base.AgentTestCase):
         self.conductor.down = False
         self.assertEqual([], self.conductor.take_calls())
         agent.reporter.keep_alive()
-        self.assertEqual(['report'], self.conductor.take_calls())
+        self.assertEqual(['heartbeat', 'report'],
+                         self.conductor.take_calls())
         self.assertIn(self.name(base.SECOND_GPU), self.conductor.names())
         agent.reporter.keep_alive()
         self.assertEqual(['heartbeat'], self.conductor.take_calls())
@@ -146,11 +147,12 @@ class OutageTest(base.AgentTestCase):
         # Resending is the heartbeat's job, not every rescan's.
         agent.reporter.rescan()
         agent.reporter.keep_alive()
-        self.assertEqual(['report', 'report', 'heartbeat'],
+        self.assertEqual(['report', 'heartbeat', 'report'],
                          self.conductor.take_calls())
         self.conductor.accept = True
         agent.reporter.keep_alive()
-        self.assertEqual(['report'], self.conductor.take_calls())
+        self.assertEqual(['heartbeat', 'report'],
+                         self.conductor.take_calls())
         self.assertEqual(self.conductor.report_hash,
                          agent.reporter.accepted_hash)
 

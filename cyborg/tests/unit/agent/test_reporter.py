@@ -4,6 +4,7 @@ conductor client, with no RPC, no drivers and no sysfs."""
 import os
 
 import fixtures
+import oslo_messaging as messaging
 
 from cyborg.accelerator.drivers.fake import driver as fake_driver
 from cyborg.agent import reporter as agent_reporter
@@ -84,10 +85,33 @@ class ReporterTest(base.TestCase):
         self.conductor.down = False
         runs = self.survey.runs
         reporter.keep_alive()
-        self.assertEqual(['report'], self.conductor.take_calls())
+        # The heartbeat first, then the resend.
+        self.assertEqual(['heartbeat', 'report'],
+                         self.conductor.take_calls())
         self.assertEqual(runs, self.survey.runs)  # a resend, no survey
         self.assertEqual(self.conductor.report_hash, reporter.accepted_hash)
         self.assertIsNone(self.state_file_unconfirmed())
+
+    def test_the_heartbeat_does_not_wait_for_a_resend(self):
+        # A conductor slow to take reports, or one that died with ours:
+        # the resend waits up to the call timeout, and the host must be
+        # heard before it, not only after it (or, with the resend
+        # accepted, not at all).
+        reporter = self.started()
+        self.survey.devices = []
+        self.conductor.accept = False
+        reporter.rescan()
+        self.assertEqual(['report'], self.conductor.take_calls())
+        heard_before = []
+
+        def report_data(*args, **kwargs):
+            heard_before.append(list(self.conductor.calls))
+            raise messaging.MessagingTimeout('no answer')
+        self.conductor.report_data = report_data
+        reporter.keep_alive()
+        self.assertEqual([['heartbeat']], heard_before)
+        self.assertEqual(['heartbeat'], self.conductor.take_calls())
+        self.assertIsNotNone(reporter._pending)
 
     def state_file_unconfirmed(self):
         return agent_state.load(self.state_file, 'cmp-1',

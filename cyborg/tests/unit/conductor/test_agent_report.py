@@ -53,7 +53,7 @@ class AgentReportTest(base.TestCase):
         agent = self._agent(conductor)
         agent.reporter.keep_alive()
         agent.reporter.keep_alive()
-        self.assertEqual(['hello', 'report', 'report', 'heartbeat'],
+        self.assertEqual(['hello', 'report', 'heartbeat', 'report'],
                          conductor.sent)
         self.assertIsNone(agent.reporter.accepted_hash)
 
