@@ -12,7 +12,9 @@ or a full rescan is due. Each discovery runs all drivers and hashes the
 result; a report (``report_data``) goes to the conductor only when the hash
 differs from the last one the conductor accepted. The heartbeat (``[agent]
 heartbeat_interval``) runs no discovery: it is a cast, or the resend of a
-report the conductor has not taken yet.
+report the conductor has not taken yet. It goes on the conductor's
+heartbeat channel (:mod:`cyborg.common.heartbeats`) when the hello's
+answer names one.
 
 The last accepted report is kept in ``[agent] state_file``
 (:mod:`cyborg.agent.state`), so a restarted agent whose hardware did not
@@ -110,6 +112,15 @@ def _applied_seq(host):
     return None
 
 
+def _heartbeat_topic(host):
+    """The heartbeat channel the hello's answer names (Host 1.2); None
+    from a conductor that reads none or is of an older release."""
+    if isinstance(host, host_obj.Host) and host.obj_attr_is_set(
+            'heartbeat_topic'):
+        return host.heartbeat_topic or None
+    return None
+
+
 def _last_sent(state):
     """(hash, sequence) of the last report sent, as the state file
     ``state`` (or None) says: the accepted report's, when no report was
@@ -185,6 +196,8 @@ class Reporter:
         # What the conductor takes (HARDWARE, SEQUENCE or PLAIN), lowered
         # when one of an older release refuses it, until the next hello.
         self._level = HARDWARE
+        # Where heartbeats go, as the hello's answer says (None: RPC).
+        self._heartbeat_topic = None
 
     @property
     def conductor(self):
@@ -260,7 +273,21 @@ class Reporter:
             if self.hello(context):
                 self.report(context)
         elif not self._resend(context):
-            self.conductor.agent_heartbeat(context, self.host)
+            self._heartbeat(context)
+
+    def _heartbeat(self, context):
+        """One heartbeat: on the conductor's heartbeat channel when its
+        hello answer named one, else (or should that fail) by RPC."""
+        topic = self._heartbeat_topic
+        if topic is not None:
+            try:
+                self.conductor.agent_heartbeat(context, self.host,
+                                               topic=topic)
+                return
+            except messaging.MessagingException as e:
+                LOG.warning('The heartbeat channel %s failed (%s); sending '
+                            'the heartbeat by RPC', topic, e)
+        self.conductor.agent_heartbeat(context, self.host)
 
     def rescan(self):
         """Discovery, and a report only if it found something new (the
@@ -412,6 +439,7 @@ class Reporter:
                 self.accepted_hash = None
             self._seq = max(self._seq, _applied_seq(host) or 0)
             self._level = HARDWARE
+            self._heartbeat_topic = _heartbeat_topic(host)
             self._registered.set()
             LOG.info('Registered with the conductor as %s', self.host)
             return True

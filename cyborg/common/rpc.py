@@ -66,6 +66,11 @@ def initialized():
     return _TRANSPORT is not None
 
 
+def key_store():
+    """The keys that sign and verify this process's messages."""
+    return _KEYS
+
+
 class RequestContextSerializer(messaging.Serializer):
     """Carries the request context and versioned objects over RPC."""
 

@@ -11,6 +11,7 @@ marked up and announced, or asked for a hello. The timing bounds this
 gives are in ``doc/source/admin/liveness.rst``.
 """
 
+import datetime
 import threading
 import time
 
@@ -51,7 +52,8 @@ class Heard:
 
     def add(self, hostname, when):
         with self._lock:
-            self._hosts[hostname] = when
+            if self._hosts.get(hostname, when) <= when:
+                self._hosts[hostname] = when
 
     def take(self):
         """What was heard, which is forgotten here."""
@@ -82,6 +84,9 @@ class Liveness:
         self._outage_seen = None
         self._grace_until = None
         self.heard = Heard()
+        #: The topic of the heartbeat channel this conductor reads, named
+        #: in the hello's answer (None: heartbeats by RPC only).
+        self.heartbeat_topic = None
 
     def check_timing(self):
         """Whether ``host_down_timeout`` leaves room for a conductor to die
@@ -113,6 +118,7 @@ class Liveness:
                  hello.hostname, ', '.join(
                      '%s (%s)' % (d['name'], d['status']) for d in drivers))
         host = _host_object(row, driver_rows)
+        host.heartbeat_topic = self.heartbeat_topic
         if was_down:
             self._came_back(context, host)
         return host
@@ -123,6 +129,18 @@ class Liveness:
         self.heard.add(hostname, timeutils.utcnow())
         if not self.conf.conductor.heartbeat_flush_interval:
             self.flush_heartbeats(context)
+
+    def heard_at(self, hostname, sent):
+        """A heartbeat of the heartbeat channel: ``hostname`` was heard
+        when it signed it (``sent``, seconds since the epoch), or now if
+        that is later (a clock ahead of ours): a heartbeat replayed later
+        never makes the host look heard after it sent it."""
+        now = timeutils.utcnow()
+        signed = datetime.datetime.fromtimestamp(
+            sent, datetime.timezone.utc).replace(tzinfo=None)
+        self.heard.add(hostname, min(now, signed))
+        if not self.conf.conductor.heartbeat_flush_interval:
+            self.flush_heartbeats()
 
     def flush_heartbeats(self, context=None):
         """Write the heartbeats heard since the last flush: one UPDATE
