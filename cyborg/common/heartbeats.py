@@ -26,7 +26,8 @@ first in full, then at most one summary a minute.
 
 A lost heartbeat is harmless (the next one comes ``[agent]
 heartbeat_interval`` later), so messages are neither acknowledged nor
-persistent, and the queue drops what waited more than a minute.
+persistent, and the queue drops what waited more than a minute (and
+goes when no conductor has read it for an hour).
 """
 
 import json
@@ -51,6 +52,9 @@ METHOD = 'agent_heartbeat'
 #: ``x-message-ttl``: fixed, so that every conductor declares the queue
 #: alike).
 QUEUE_TTL_MS = 60000
+#: Milliseconds the queue stays without a consumer before the broker
+#: deletes it (``x-expires``; no conductor read it for an hour).
+QUEUE_EXPIRES_MS = 3600000
 
 #: oslo.messaging's drivers of RabbitMQ.
 _RABBIT = ('rabbit', 'kombu')
@@ -238,7 +242,8 @@ class Consumer(threading.Thread):
         return kombu.Queue(
             self.topic, exchange=exchange, routing_key=self.topic,
             durable=True, auto_delete=False, channel=channel,
-            queue_arguments={'x-message-ttl': QUEUE_TTL_MS})
+            queue_arguments={'x-message-ttl': QUEUE_TTL_MS,
+                             'x-expires': QUEUE_EXPIRES_MS})
 
     def run(self):
         delay = 1.0

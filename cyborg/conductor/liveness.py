@@ -84,9 +84,6 @@ class Liveness:
         self._outage_seen = None
         self._grace_until = None
         self.heard = Heard()
-        #: The topic of the heartbeat channel this conductor reads, named
-        #: in the hello's answer (None: heartbeats by RPC only).
-        self.heartbeat_topic = None
 
     def check_timing(self):
         """Whether ``host_down_timeout`` leaves room for a conductor to die
@@ -118,7 +115,6 @@ class Liveness:
                  hello.hostname, ', '.join(
                      '%s (%s)' % (d['name'], d['status']) for d in drivers))
         host = _host_object(row, driver_rows)
-        host.heartbeat_topic = self.heartbeat_topic
         if was_down:
             self._came_back(context, host)
         return host

@@ -91,8 +91,6 @@ class ConductorManager:
         if rpc.initialized():
             self.heartbeats = heartbeats.start(
                 self.conf, rpc.key_store(), self.liveness.heard_at)
-            if self.heartbeats is not None:
-                self.liveness.heartbeat_topic = self.heartbeats.topic
 
     def del_host(self):
         """Write the heartbeats heard; give the Nova events of committed
@@ -141,6 +139,9 @@ class ConductorManager:
         if versionutils.convert_version_to_tuple(hello.VERSION) < (1, 2):
             # An agent of an older release knows Host 1.1 at most.
             return host.obj_to_primitive(target_version='1.1')
+        # Where its heartbeats cost us least (None: by RPC).
+        host.heartbeat_topic = (self.heartbeats.topic
+                                if self.heartbeats is not None else None)
         return host
 
     @signing.host_method('hostname')

@@ -78,7 +78,7 @@ class ConductorAPI:
         if client is None:
             client = self._channels[topic] = rpc.get_client(
                 messaging.Target(topic=topic, version='1.0'),
-                version_cap='1.0')
+                version_cap='1.0', serializer=rpc.RequestIdSerializer())
         return client
 
     def report_data(self, context, hostname, devices, report_hash,
