@@ -10,13 +10,13 @@ default) cyborg's RPC uses: the topic exchange named by
 declare, bind and read only its own queues, and publish to the topic
 exchange only with the conductor's topic or its heartbeat channel's
 (``cyborg-heartbeat``, :mod:`cyborg.common.heartbeats`) as routing key
-(RabbitMQ's topic permissions): it cannot read another host's queue. It may publish
-to RabbitMQ's default exchange (``amq.default``), as it must to answer
-the conductor's calls (oslo.messaging sends replies there), and through
-it to any queue it names: the signatures (:mod:`cyborg.common.signing`)
-are what make another host's agent refuse such a message. The conductors
-have every permission; the API may publish only to the conductor's
-topic.
+(RabbitMQ's topic permissions): it cannot read another host's queue.
+It may publish to RabbitMQ's default exchange (``amq.default``), as it
+must to answer the conductor's calls (oslo.messaging sends replies
+there), and through it to any queue it names: the signatures
+(:mod:`cyborg.common.signing`) are what make another host's agent refuse
+such a message. The conductors have every permission; the API may
+publish only to the conductor's topic.
 """
 
 import re
