@@ -58,7 +58,11 @@ class ConductorAPI:
     def agent_hello(self, context, hello, timeout=None):
         """Register an agent and its drivers; returns the Host."""
         cctxt = self.client.prepare(version='1.0', timeout=timeout)
-        with _as_host(hello.hostname):
+        # A hello for a conductor of an older release is the primitive of
+        # the AgentHello version it knows.
+        hostname = (hello['cyborg_object.data']['hostname']
+                    if isinstance(hello, dict) else hello.hostname)
+        with _as_host(hostname):
             return cctxt.call(context, 'agent_hello', hello=hello)
 
     def agent_heartbeat(self, context, hostname, topic=None):
