@@ -278,11 +278,17 @@ class Consumer(threading.Thread):
                             on_message=self._received):
             LOG.info('Reading heartbeats from queue %s', self.topic)
             self.consuming.set()
+            checked = time.monotonic()
             while not self._halt.is_set():
                 try:
                     connection.drain_events(timeout=self.TICK)
                 except TimeoutError:
+                    pass
+                # AMQP heartbeats: a consumer that acknowledges nothing
+                # sends nothing else, busy or idle.
+                if time.monotonic() - checked >= self.TICK:
                     connection.heartbeat_check()
+                    checked = time.monotonic()
 
     def _received(self, message):
         self.received += 1

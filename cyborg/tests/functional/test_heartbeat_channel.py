@@ -4,11 +4,14 @@ host and are fresh, and agents and conductors of the previous protocol
 still heartbeat by RPC."""
 
 import logging
+import socket
 import time
 import types
 from unittest import mock
 
 import fixtures
+import kombu
+import kombu.utils.url
 import oslo_messaging as messaging
 
 from cyborg.agent import manager as agent_manager
@@ -23,6 +26,7 @@ from cyborg.db import hosts as db_hosts
 from cyborg.objects import host as host_obj
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.functional import faults
 from cyborg.tests.functional.test_hello import wait_for
 
 
@@ -166,3 +170,55 @@ class HeartbeatChannelTest(base.TestCase):
             return db_hosts.get_by_hostname(self.ctx, hostname)[0]
         except Exception:
             return None
+
+
+def _port_of_ours():
+    """A free loopback port in 22000-22999 (the range for test servers)."""
+    for port in range(22000, 23000):
+        with socket.socket() as sock:
+            try:
+                sock.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError('no free port in 22000-22999')
+
+
+class BrokerLostTest(base.TestCase):
+    """The channel's consumer reconnects when it loses the broker."""
+
+    def setUp(self):
+        super().setUp()
+        self.messaging = self.useFixture(cyborg_fixtures.Messaging(
+            self, self.conf, 'rabbit'))
+        [url] = heartbeats.broker_urls(self.conf)
+        parsed = kombu.utils.url.url_to_parts(url)
+        self.gate = faults.TcpGate(self, (parsed.hostname, parsed.port))
+        self.gate.port = _port_of_ours()
+        self.gate.open()
+        through = url.replace('%s:%d' % (parsed.hostname, parsed.port),
+                              '127.0.0.1:%d' % self.gate.port, 1)
+        # The exchange, as oslo.messaging declares it.
+        with kombu.Connection(url) as connection:
+            kombu.Exchange(self.conf.control_exchange, 'topic',
+                           durable=False)(connection.channel()).declare()
+        self.noted = []
+        self.consumer = heartbeats.Consumer(
+            self.conf, self.messaging.keys,
+            lambda hostname, _sent: self.noted.append(hostname),
+            urls=[through])
+        self.addCleanup(self.consumer.join, 5)
+        self.addCleanup(self.consumer.stop)
+        self.consumer.start()
+        self.api = conductor_rpcapi.ConductorAPI()
+        self.ctx = context.get_admin_context()
+
+    def test_heartbeats_are_read_again_after_the_broker_came_back(self):
+        self.assertTrue(self.consumer.consuming.wait(20))
+        self.gate.close()
+        wait_for(lambda: not self.consumer.consuming.is_set())
+        self.gate.open()
+        self.assertTrue(self.consumer.consuming.wait(20))
+        self.api.agent_heartbeat(self.ctx, 'cmp-1',
+                                 topic=self.consumer.topic)
+        wait_for(lambda: self.noted == ['cmp-1'])

@@ -265,3 +265,41 @@ class AgentTest(base.TestCase):
             reporter = self.reporter(conductor)
             reporter.keep_alive()
             self.assertEqual(['heartbeat'], conductor.take_calls())
+
+
+class BusyConnection:
+    """A connection that always has a message: drain_events never times
+    out; after ``rounds`` of them the consumer is told to stop."""
+
+    def __init__(self, consumer, rounds):
+        self.consumer = consumer
+        self.rounds = rounds
+        self.checks = 0
+
+    def ensure_connection(self, **_kwargs):
+        pass
+
+    def channel(self):
+        return mock.Mock()
+
+    def drain_events(self, timeout):
+        self.rounds -= 1
+        if not self.rounds:
+            self.consumer.stop()
+
+    def heartbeat_check(self):
+        self.checks += 1
+
+
+class ConsumerLoopTest(base.TestCase):
+
+    def test_amqp_heartbeats_go_out_while_busy(self):
+        consumer = heartbeats.Consumer(self.conf, None, None,
+                                       urls=['amqp://127.0.0.1:5672/%2F'])
+        consumer.TICK = 0
+        connection = BusyConnection(consumer, 5)
+        with mock.patch.object(heartbeats.kombu, 'Consumer'), \
+                mock.patch.object(consumer, '_queue'):
+            consumer._consume(connection)
+        self.assertEqual(5, connection.checks)
+        self.assertTrue(consumer.consuming.is_set())
