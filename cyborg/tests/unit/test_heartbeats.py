@@ -7,6 +7,7 @@ to RPC."""
 import datetime
 import json
 import logging
+import struct
 import time
 from unittest import mock
 
@@ -303,3 +304,49 @@ class ConsumerLoopTest(base.TestCase):
             consumer._consume(connection)
         self.assertEqual(5, connection.checks)
         self.assertTrue(consumer.consuming.is_set())
+
+
+class BufferedReadTest(base.TestCase):
+    """The channel's py-amqp transport reads in chunks and loses nothing
+    when a read times out in the middle of a frame."""
+
+    @staticmethod
+    def frame(kind, payload):
+        return (struct.pack('>BHI', kind, 1, len(payload)) + payload
+                + b'\xce')
+
+    def transport(self, pieces):
+        transport = heartbeats._BufferedTCPTransport.__new__(
+            heartbeats._BufferedTCPTransport)
+        transport.raise_on_initial_eintr = True
+        transport._read_buffer = b''
+        transport._pos = 0
+        calls = []
+
+        def recv(size):
+            calls.append(size)
+            piece = pieces.pop(0)
+            if isinstance(piece, Exception):
+                raise piece
+            return piece
+        transport._quick_recv = recv
+        return transport, calls
+
+    def test_frames_read_whole_across_chunks_and_a_timeout(self):
+        frames = [self.frame(1, b'a' * 10), self.frame(2, b'b' * 300),
+                  self.frame(3, b'')]
+        data = b''.join(frames)
+        # The first frame and part of the second; a timeout; the rest.
+        pieces = [data[:20], TimeoutError(), data[20:]]
+        transport, calls = self.transport(pieces)
+        self.assertEqual((1, 1, b'a' * 10), transport.read_frame())
+        self.assertRaises(TimeoutError, transport.read_frame)
+        self.assertEqual((2, 1, b'b' * 300), transport.read_frame())
+        self.assertEqual((3, 1, b''), transport.read_frame())
+        # Three reads for three frames: one per chunk, not per field.
+        self.assertEqual(3, len(calls))
+        self.assertTrue(all(size >= transport.CHUNK for size in calls))
+
+    def test_a_closed_connection_is_an_error(self):
+        transport, _calls = self.transport([b''])
+        self.assertRaises(OSError, transport.read_frame)
