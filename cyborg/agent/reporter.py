@@ -16,7 +16,9 @@ a report the conductor has not taken yet, if there is one. The cast goes
 first: a resend may wait for the conductor's answer as long as the call
 timeout, and a host whose liveness waited behind it would be marked down
 while alive (and its Placement inventory reserved) whenever a conductor
-is slow or dies with the report.
+is slow or dies with the report. The cast goes on the conductor's
+heartbeat channel (:mod:`cyborg.common.heartbeats`) when the hello's
+answer names one.
 
 The last accepted report is kept in ``[agent] state_file``
 (:mod:`cyborg.agent.state`), so a restarted agent whose hardware did not
@@ -114,6 +116,15 @@ def _applied_seq(host):
     return None
 
 
+def _heartbeat_topic(host):
+    """The heartbeat channel the hello's answer names (Host 1.2); None
+    from a conductor that reads none or is of an older release."""
+    if isinstance(host, host_obj.Host) and host.obj_attr_is_set(
+            'heartbeat_topic'):
+        return host.heartbeat_topic or None
+    return None
+
+
 def _last_sent(state):
     """(hash, sequence) of the last report sent, as the state file
     ``state`` (or None) says: the accepted report's, when no report was
@@ -189,6 +200,8 @@ class Reporter:
         # What the conductor takes (HARDWARE, SEQUENCE or PLAIN), lowered
         # when one of an older release refuses it, until the next hello.
         self._level = HARDWARE
+        # Where heartbeats go, as the hello's answer says (None: RPC).
+        self._heartbeat_topic = None
 
     @property
     def conductor(self):
@@ -266,8 +279,22 @@ class Reporter:
             if self.hello(context):
                 self.report(context)
             return
-        self.conductor.agent_heartbeat(context, self.host)
+        self._heartbeat(context)
         self._resend(context)
+
+    def _heartbeat(self, context):
+        """One heartbeat: on the conductor's heartbeat channel when its
+        hello answer named one, else (or should that fail) by RPC."""
+        topic = self._heartbeat_topic
+        if topic is not None:
+            try:
+                self.conductor.agent_heartbeat(context, self.host,
+                                               topic=topic)
+                return
+            except messaging.MessagingException as e:
+                LOG.warning('The heartbeat channel %s failed (%s); sending '
+                            'the heartbeat by RPC', topic, e)
+        self.conductor.agent_heartbeat(context, self.host)
 
     def rescan(self):
         """Discovery, and a report only if it found something new (the
@@ -419,6 +446,7 @@ class Reporter:
                 self.accepted_hash = None
             self._seq = max(self._seq, _applied_seq(host) or 0)
             self._level = HARDWARE
+            self._heartbeat_topic = _heartbeat_topic(host)
             self._registered.set()
             LOG.info('Registered with the conductor as %s', self.host)
             return True

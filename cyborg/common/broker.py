@@ -8,14 +8,15 @@ default) cyborg's RPC uses: the topic exchange named by
 ``<topic>_fanout_<hex>`` per server; and a direct exchange and queue
 ``reply_<hex>`` per process that makes calls. A compute host may
 declare, bind and read only its own queues, and publish to the topic
-exchange only with the conductor's topic as routing key (RabbitMQ's
-topic permissions): it cannot read another host's queue. It may publish
-to RabbitMQ's default exchange (``amq.default``), as it must to answer
-the conductor's calls (oslo.messaging sends replies there), and through
-it to any queue it names: the signatures (:mod:`cyborg.common.signing`)
-are what make another host's agent refuse such a message. The conductors
-have every permission; the API may publish only to the conductor's
-topic.
+exchange only with the conductor's topic or its heartbeat channel's
+(``cyborg-heartbeat``, :mod:`cyborg.common.heartbeats`) as routing key
+(RabbitMQ's topic permissions): it cannot read another host's queue.
+It may publish to RabbitMQ's default exchange (``amq.default``), as it
+must to answer the conductor's calls (oslo.messaging sends replies
+there), and through it to any queue it names: the signatures
+(:mod:`cyborg.common.signing`) are what make another host's agent refuse
+such a message. The conductors have every permission; the API may
+publish only to the conductor's topic.
 """
 
 import re
@@ -48,7 +49,9 @@ def permissions(role, hostname=None, exchange='cyborg', prefix=''):
     fanout_queue = agent + r'_fanout_[0-9a-f]+'
     configure = _any(ex, agent, own, agent + '_fanout', fanout_queue, REPLY)
     write = _any(ex, agent, own, fanout_queue, REPLY, r'amq\.default')
-    return (configure, write, configure, '^%s$' % conductor,
+    heartbeat = _quote(prefix + 'cyborg-heartbeat')
+    return (configure, write, configure,
+            '^(%s|%s)$' % (conductor, heartbeat),
             '^%s(\\.%s)?$' % (agent, _quote(hostname)))
 
 

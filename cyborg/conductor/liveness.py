@@ -11,6 +11,7 @@ marked up and announced, or asked for a hello. The timing bounds this
 gives are in ``doc/source/admin/liveness.rst``.
 """
 
+import datetime
 import threading
 import time
 
@@ -51,7 +52,8 @@ class Heard:
 
     def add(self, hostname, when):
         with self._lock:
-            self._hosts[hostname] = when
+            if self._hosts.get(hostname, when) <= when:
+                self._hosts[hostname] = when
 
     def take(self):
         """What was heard, which is forgotten here."""
@@ -123,6 +125,18 @@ class Liveness:
         self.heard.add(hostname, timeutils.utcnow())
         if not self.conf.conductor.heartbeat_flush_interval:
             self.flush_heartbeats(context)
+
+    def heard_at(self, hostname, sent):
+        """A heartbeat of the heartbeat channel: ``hostname`` was heard
+        when it signed it (``sent``, seconds since the epoch), or now if
+        that is later (a clock ahead of ours): a heartbeat replayed later
+        never makes the host look heard after it sent it."""
+        now = timeutils.utcnow()
+        signed = datetime.datetime.fromtimestamp(
+            sent, datetime.timezone.utc).replace(tzinfo=None)
+        self.heard.add(hostname, min(now, signed))
+        if not self.conf.conductor.heartbeat_flush_interval:
+            self.flush_heartbeats()
 
     def flush_heartbeats(self, context=None):
         """Write the heartbeats heard since the last flush: one UPDATE

@@ -19,9 +19,12 @@
 
 from oslo_log import log as logging
 import oslo_messaging as messaging
+from oslo_utils import versionutils
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.common import heartbeats
+from cyborg.common import rpc
 from cyborg.common import signing
 from cyborg.conductor import accelerators
 from cyborg.conductor import agents
@@ -77,16 +80,25 @@ class ConductorManager:
         self.attachments = attachments.Attachments(conf, self.binding,
                                                    self.placement)
         self.lease = leases.Lease(conf)
+        #: The heartbeat channel's consumer (None: heartbeats by RPC only).
+        self.heartbeats = None
 
     def init_host(self):
-        """Finish what a conductor that stopped mid-way left behind."""
+        """Finish what a conductor that stopped mid-way left behind;
+        read the heartbeat channel (with RabbitMQ)."""
         self.liveness.check_timing()
         self.binding.recover(cyborg_context.get_admin_context())
+        if rpc.initialized():
+            self.heartbeats = heartbeats.start(
+                self.conf, rpc.key_store(), self.liveness.heard_at)
 
     def del_host(self):
         """Write the heartbeats heard; give the Nova events of committed
         binds a moment to go out: those that do not are sent by the next
         start or periodic check."""
+        if self.heartbeats is not None:
+            self.heartbeats.stop()
+            self.heartbeats.join(heartbeats.Consumer.TICK * 2)
         for what, step in (('The heartbeats heard last could not be '
                             'written', self.liveness.flush_heartbeats),
                            ('The lease on the periodic checks could not be '
@@ -124,6 +136,12 @@ class ConductorManager:
             # The hello stands; the next one tries again.
             LOG.exception('Cannot ask %s to restore the mdevs of its bound '
                           'ARQs', hello.hostname)
+        if versionutils.convert_version_to_tuple(hello.VERSION) < (1, 2):
+            # An agent of an older release knows Host 1.1 at most.
+            return host.obj_to_primitive(target_version='1.1')
+        # Where its heartbeats cost us least (None: by RPC).
+        host.heartbeat_topic = (self.heartbeats.topic
+                                if self.heartbeats is not None else None)
         return host
 
     @signing.host_method('hostname')

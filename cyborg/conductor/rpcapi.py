@@ -52,18 +52,38 @@ class ConductorAPI:
 
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
         self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
+        # {topic: client} of the heartbeat channels named by hellos.
+        self._channels = {}
 
     def agent_hello(self, context, hello, timeout=None):
         """Register an agent and its drivers; returns the Host."""
         cctxt = self.client.prepare(version='1.0', timeout=timeout)
-        with _as_host(hello.hostname):
+        # A hello for a conductor of an older release is the primitive of
+        # the AgentHello version it knows.
+        hostname = (hello['cyborg_object.data']['hostname']
+                    if isinstance(hello, dict) else hello.hostname)
+        with _as_host(hostname):
             return cctxt.call(context, 'agent_hello', hello=hello)
 
-    def agent_heartbeat(self, context, hostname):
-        """Tell the conductor the agent on ``hostname`` is alive."""
-        cctxt = self.client.prepare(version='1.0')
+    def agent_heartbeat(self, context, hostname, topic=None):
+        """Tell the conductor the agent on ``hostname`` is alive: on the
+        heartbeat channel ``topic`` when the hello's answer named one
+        (:mod:`cyborg.common.heartbeats`), else on the conductor's
+        topic."""
+        if topic is None:
+            cctxt = self.client.prepare(version='1.0')
+        else:
+            cctxt = self._channel(topic)
         with _as_host(hostname):
             cctxt.cast(context, 'agent_heartbeat', hostname=hostname)
+
+    def _channel(self, topic):
+        client = self._channels.get(topic)
+        if client is None:
+            client = self._channels[topic] = rpc.get_client(
+                messaging.Target(topic=topic, version='1.0'),
+                version_cap='1.0', serializer=rpc.RequestIdSerializer())
+        return client
 
     def report_data(self, context, hostname, devices, report_hash,
                     report_seq=None, hardware=None, timeout=None):

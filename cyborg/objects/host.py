@@ -31,7 +31,9 @@ class AgentHello(base.CyborgObject):
     #              node provider in Placement ([agent]
     #              resource_provider_name); a hello without it means the
     #              hostname
-    VERSION = '1.1'
+    # Version 1.2: no new field; the agent knows Host 1.2 (its
+    #              heartbeat_topic), so the answer may carry it
+    VERSION = '1.2'
 
     fields = {
         'hostname': fields.StringField(),
@@ -57,7 +59,10 @@ class Host(base.CyborgObject):
     # Version 1.0: initial version
     # Version 1.1: report_seq, the sequence of the newest report of the
     #              host applied: its agent's next report has a higher one
-    VERSION = '1.1'
+    # Version 1.2: heartbeat_topic, where the agent casts its heartbeats
+    #              (None: to the conductor's topic); see
+    #              cyborg.common.heartbeats
+    VERSION = '1.2'
 
     fields = dict(base.TimestampedObject.fields, **{
         'id': fields.IntegerField(),
@@ -68,6 +73,7 @@ class Host(base.CyborgObject):
         'last_seen_at': fields.DateTimeField(),
         'report_generation': fields.IntegerField(),
         'report_seq': fields.IntegerField(nullable=True),
+        'heartbeat_topic': fields.StringField(nullable=True),
         'drivers': fields.ListOfObjectsField('HostDriver', default=[]),
     })
     obj_relationships = {'drivers': [('1.0', '1.0')]}
@@ -76,3 +82,5 @@ class Host(base.CyborgObject):
         super().obj_make_compatible(primitive, target_version)
         if versionutils.convert_version_to_tuple(target_version) < (1, 1):
             primitive.pop('report_seq', None)
+        if versionutils.convert_version_to_tuple(target_version) < (1, 2):
+            primitive.pop('heartbeat_topic', None)

@@ -179,6 +179,23 @@ class AgentBenchmarkTest(testtools.TestCase):
         self.assertGreater(numbers['tree_edit_to_conductor_s'], 0)
 
 
+class HeartbeatBenchmarkTest(testtools.TestCase):
+
+    def test_small_run_on_rabbitmq(self):
+        transport = services.require(self, 'rabbit')
+        numbers = run_bench(self, 'heartbeats', '--hosts', '20', '--rate',
+                            '50', '--seconds', '1', '--transport-url',
+                            transport)
+        for path in ('rpc', 'channel'):
+            result = numbers['paths'][path]
+            self.assertEqual((50, 50, 0, 20),
+                             (result['sent'], result['noted'],
+                              result['lost'], result['hosts_heard']), path)
+            self.assertGreater(result['receiver_cpu_ms_per_heartbeat'], 0)
+            self.assertGreater(result['sender_cpu_ms_per_heartbeat'], 0)
+        self.assertGreater(numbers['receiver_ratio'], 0)
+
+
 class ChartTest(testtools.TestCase):
     """The benchmarks' PNG charts are PNG files of the promised size."""
 

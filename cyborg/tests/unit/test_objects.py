@@ -11,7 +11,7 @@ from cyborg.tests import base as test_base
 # When a test below fails because you changed an object, bump its VERSION,
 # add a line to its version history and update the hash here.
 EXPECTED_FINGERPRINTS = {
-    'AgentHello': '1.1-f007a0533def3e8455ea0951d1a5b5b5',
+    'AgentHello': '1.2-f007a0533def3e8455ea0951d1a5b5b5',
     'ARQEventPayload': '1.0-2a653db8c24175810644285c644e353a',
     'DeviceEventPayload': '1.0-32d31cf92c3c35659867a89a285a4f58',
     'DriverAttachHandle': '1.0-901a3af18a826be07afeb34fa9a379cd',
@@ -20,7 +20,7 @@ EXPECTED_FINGERPRINTS = {
     'DriverDeployable': '1.0-9fd489b3c94b538c213f3565e0f72528',
     'DriverDevice': '1.0-3cec4fec775dfd6c1266982623c82c4d',
     'HardwareFunction': '1.1-a85c57fa7815ac519d9271ed32acc00f',
-    'Host': '1.1-03f5e34730d717bcf3e920a117ecbad2',
+    'Host': '1.2-64590ba028b995491b3cdea3c4225b67',
     'HostDriver': '1.0-1883f7a43944ab414364ca08cd9aeadc',
 }
 

@@ -58,7 +58,7 @@ class HelloTest(base.TestCase):
         conductor = HelloConductor()
         agent = self.agent(conductor)
         self.assertTrue(agent.reporter.hello(None))
-        self.assertEqual(['1.1'], conductor.tried)
+        self.assertEqual(['1.2'], conductor.tried)
         [hello] = conductor.hellos
         self.assertEqual(('cmp-1', 'cmp-1.example.org'),
                          (hello['hostname'], hello['resource_provider_name']))
@@ -75,7 +75,7 @@ class HelloTest(base.TestCase):
         conductor = HelloConductor(supported='1.0')
         agent = self.agent(conductor)
         self.assertTrue(agent.reporter.hello(None))
-        self.assertEqual(['1.1', '1.0'], conductor.tried)
+        self.assertEqual(['1.2', '1.0'], conductor.tried)
         [hello] = conductor.hellos
         self.assertEqual('cmp-1', hello['hostname'])
         self.assertNotIn('resource_provider_name', hello)
@@ -86,5 +86,5 @@ class HelloTest(base.TestCase):
             'ValueError', 'something else'))
         agent = self.agent(conductor)
         self.assertFalse(agent.reporter.hello(None))
-        self.assertEqual(['1.1'], conductor.tried)
+        self.assertEqual(['1.2'], conductor.tried)
         self.assertFalse(agent.reporter.registered)

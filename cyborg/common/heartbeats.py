@@ -1,0 +1,402 @@
+"""The heartbeat channel: agents' heartbeats that cost the conductor
+little to receive.
+
+An agent's heartbeat is the signed cast ``agent_heartbeat`` (see
+:mod:`cyborg.common.signing`). Received by the conductor's RPC server,
+each costs ~1.5 ms of CPU, almost all of it oslo.messaging's dispatch
+(copies of the context, a watchdog thread per message). With RabbitMQ,
+a conductor also reads a queue of its own, ``<[DEFAULT]
+rpc_topic_prefix>cyborg-heartbeat`` (bound to the ``control_exchange``,
+shared by every conductor), with a plain consumer: no acknowledgement,
+no reply, no dispatcher; it checks the signature of each message as the
+RPC server would and notes the host. Its hello answer names that topic
+(``Host.heartbeat_topic``, object 1.2) and the agent then casts its
+heartbeats there; an agent of an older release, or one whose conductor
+names no topic (the all-in-one's ``local:/`` transport, a non-rabbit
+one), casts to the conductor's topic as before.
+
+A heartbeat on this channel proves its host like any message: it is
+signed with the host's key, the host is the proven sender (a heartbeat
+naming another host is refused), it is refused when older than
+``[security] max_message_age`` or not newer than the last one this
+conductor took from the host, and the time noted is the signed time
+(never later than now), so a replayed heartbeat cannot make a host look
+heard after it was. Refusals are logged on ``cyborg.security``: the
+first in full, then at most one summary a minute.
+
+A lost heartbeat is harmless (the next one comes ``[agent]
+heartbeat_interval`` later), so messages are neither acknowledged nor
+persistent, and the queue drops what waited more than a minute (and
+goes when no conductor has read it for an hour).
+"""
+
+import errno
+import json
+import ssl
+import threading
+import time
+import urllib.parse
+
+import amqp.transport
+import kombu
+import kombu.transport.pyamqp
+from oslo_log import log as logging
+import oslo_messaging as messaging
+
+from cyborg.common import keys
+from cyborg.common import signing
+
+LOG = logging.getLogger(__name__)
+
+HEARTBEAT_TOPIC = 'cyborg-heartbeat'
+METHOD = 'agent_heartbeat'
+
+#: Milliseconds a heartbeat waits in the queue at most (the queue's
+#: ``x-message-ttl``: fixed, so that every conductor declares the queue
+#: alike).
+QUEUE_TTL_MS = 60000
+#: Milliseconds the queue stays without a consumer before the broker
+#: deletes it (``x-expires``; no conductor read it for an hour).
+QUEUE_EXPIRES_MS = 3600000
+
+#: oslo.messaging's drivers of RabbitMQ.
+_RABBIT = ('rabbit', 'kombu')
+_CONTEXT = '_context_'
+
+
+def topic(conf):
+    return conf.rpc_topic_prefix + HEARTBEAT_TOPIC
+
+
+def broker_urls(conf):
+    """The kombu URLs of the RPC transport's RabbitMQ (one per host of
+    ``transport_url``, with its vhost), or None when the transport is
+    not RabbitMQ (the all-in-one's ``local:/``, ``fake:/``, ...)."""
+    try:
+        url = messaging.TransportURL.parse(conf, conf.transport_url)
+    except messaging.InvalidTransportURL:
+        return None
+    if url.transport not in _RABBIT or not url.hosts:
+        return None
+    vhost = urllib.parse.quote(url.virtual_host or '/', safe='')
+    result = []
+    for host in url.hosts:
+        auth = ''
+        if host.username:
+            auth = urllib.parse.quote(host.username, safe='')
+            if host.password:
+                auth += ':' + urllib.parse.quote(host.password, safe='')
+            auth += '@'
+        address = host.hostname or 'localhost'
+        if ':' in address:
+            address = '[%s]' % address
+        result.append('amqp://%s%s:%d/%s' % (auth, address, host.port or 5672,
+                                             vhost))
+    return result
+
+
+def ssl_options(conf):
+    """kombu's ``ssl`` argument from [oslo_messaging_rabbit] (False: no
+    TLS), as oslo.messaging sets up its own connections."""
+    rabbit = conf.oslo_messaging_rabbit
+    if not rabbit.ssl:
+        return False
+    options = {}
+    if rabbit.ssl_ca_file:
+        options['ca_certs'] = rabbit.ssl_ca_file
+        options['cert_reqs'] = ssl.CERT_REQUIRED
+    if rabbit.ssl_cert_file:
+        options['certfile'] = rabbit.ssl_cert_file
+    if rabbit.ssl_key_file:
+        options['keyfile'] = rabbit.ssl_key_file
+    return options or True
+
+
+def decode(body):
+    """``(context, message)`` of an oslo.messaging cast's body (the
+    JSON text of its envelope); ValueError when it is not one."""
+    if isinstance(body, bytes):
+        body = body.decode('utf-8')
+    envelope = json.loads(body)
+    if not isinstance(envelope, dict):
+        raise ValueError('not a message envelope')
+    inner = envelope.get('oslo.message')
+    message = json.loads(inner) if isinstance(inner, str) else envelope
+    if not isinstance(message, dict):
+        raise ValueError('not a message')
+    context = {key[len(_CONTEXT):]: value for key, value in message.items()
+               if key.startswith(_CONTEXT)}
+    return context, message
+
+
+class Verifier(signing.Verifier):
+    """The conductor's check of the heartbeats of its channel: a signed
+    ``agent_heartbeat`` of the host it names, recent and newer than the
+    last one taken from that host (instead of the RPC server's nonce
+    cache: one entry per host, not one per message)."""
+
+    def __init__(self, store, conf, channel_topic):
+        super().__init__(store, conf, signing.CONDUCTOR_ROLE, channel_topic,
+                         None)
+        self._last = {}
+
+    def heartbeat(self, context, message):
+        """``(hostname, time sent)`` of a heartbeat; raises Refused."""
+        if message.get('method') != METHOD:
+            raise signing.Refused('%s on the heartbeat channel'
+                                  % str(message.get('method'))[:64])
+        args = message.get('args')
+        hostname = args.get('hostname') if isinstance(args, dict) else None
+        if not isinstance(hostname, str) or not hostname:
+            raise signing.Refused('a heartbeat without a hostname')
+        sender, _ = self.verify(context, message)
+        if sender is None:
+            # Unsigned, accepted during an upgrade ([security]
+            # require_signed False), as the RPC server would.
+            return hostname, time.time()
+        proven = keys.host_of(sender)
+        if proven != hostname:
+            raise signing.Refused(
+                'heartbeat about host %s' % hostname,
+                claimed=keys.HOST_PREFIX + hostname, proven=sender)
+        return hostname, context[signing.AUTH]['time']
+
+    def _check_fresh(self, sent, nonce, sender):
+        window = self.conf.security.max_message_age
+        now = time.time()
+        if abs(now - sent) > window:
+            raise signing.Refused('sent %.0f s from now, beyond the %d s '
+                                  'window' % (sent - now, window),
+                                  claimed=sender, proven=sender)
+        with self._lock:
+            if sent <= self._last.get(sender, 0.0):
+                raise signing.Refused('replayed or reordered heartbeat',
+                                      claimed=sender, proven=sender)
+            self._last[sender] = sent
+
+
+class RefusalLog:
+    """Refusals on ``cyborg.security``: the first in full, then one
+    summary per ``period`` seconds at most, with how many there were."""
+
+    def __init__(self, period=60.0, clock=time.monotonic):
+        self.period = period
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._next = None
+        self._count = 0
+
+    def refused(self, refused):
+        now = self.clock()
+        with self._lock:
+            self._count += 1
+            if self._next is not None and now < self._next:
+                return
+            count, self._count = self._count, 0
+            self._next = now + self.period
+        if count == 1:
+            signing.log_refusal(refused, METHOD, 'heartbeat channel')
+        else:
+            signing.SECURITY_LOG.warning(
+                'SECURITY: the heartbeat channel refused %(count)d '
+                'heartbeats in the last %(period)d s; the last: %(reason)s '
+                '(claimed sender %(claimed)s, proven sender %(proven)s)',
+                {'count': count, 'period': self.period,
+                 'reason': refused.reason,
+                 'claimed': refused.claimed or 'none',
+                 'proven': refused.proven or 'none'})
+
+
+class _BufferedTCPTransport(amqp.transport.TCPTransport):
+    """py-amqp's TCP transport, reading the socket in chunks: py-amqp
+    reads each frame's header, payload and end byte with a recv() of its
+    own, nine system calls per message. What is left unread after an
+    error is kept from its start, as py-amqp's own frame reader expects
+    (it puts a partly read frame back in front of it on a timeout)."""
+
+    CHUNK = 65536
+
+    def _setup_transport(self):
+        super()._setup_transport()
+        self._pos = 0
+
+    def _read(self, n, initial=False, _errnos=(errno.EAGAIN, errno.EINTR)):
+        buf, pos = self._read_buffer, self._pos
+        try:
+            while len(buf) - pos < n:
+                try:
+                    chunk = self._quick_recv(max(self.CHUNK, n))
+                except OSError as exc:
+                    if exc.errno in _errnos:
+                        if initial and self.raise_on_initial_eintr:
+                            raise TimeoutError() from None
+                        continue
+                    raise
+                if not chunk:
+                    raise OSError('Server unexpectedly closed connection')
+                buf, pos = buf[pos:] + chunk, 0
+        except BaseException:
+            self._read_buffer, self._pos = buf[pos:], 0
+            raise
+        self._read_buffer, self._pos = buf, pos + n
+        return buf[pos:pos + n]
+
+    def buffered(self):
+        """How many bytes were read from the socket and not taken."""
+        return len(self._read_buffer) - self._pos
+
+
+class _Connection(kombu.transport.pyamqp.Connection):
+
+    def Transport(self, host, connect_timeout, ssl=False,
+                  read_timeout=None, write_timeout=None,
+                  socket_settings=None, **kwargs):
+        if ssl:
+            return super().Transport(
+                host, connect_timeout, ssl, read_timeout, write_timeout,
+                socket_settings, **kwargs)
+        return _BufferedTCPTransport(
+            host, connect_timeout=connect_timeout, read_timeout=read_timeout,
+            write_timeout=write_timeout, socket_settings=socket_settings,
+            **kwargs)
+
+
+class _Transport(kombu.transport.pyamqp.Transport):
+    """kombu's py-amqp transport, reading plain TCP in chunks."""
+
+    Connection = _Connection
+
+
+class Consumer(threading.Thread):
+    """Reads the heartbeat queue and calls ``on_heartbeat(hostname,
+    sent)`` (``sent``: the signed time, seconds since the epoch) for
+    each heartbeat that proves its host. Reconnects (to the next host of
+    ``transport_url``) when the connection fails, until :meth:`stop`."""
+
+    #: Seconds between two looks at whether to stop, and at the
+    #: connection's AMQP heartbeat.
+    TICK = 1.0
+    #: Seconds the consumer waits, once it has read all that came, for
+    #: more to gather (500 heartbeats a second: 25 at a time).
+    PAUSE = 0.05
+    #: Seconds between two tries to reconnect, at most.
+    MAX_DELAY = 30.0
+
+    def __init__(self, conf, key_store, on_heartbeat, urls=None):
+        super().__init__(name='cyborg-heartbeats', daemon=True)
+        self.conf = conf
+        self.urls = urls or broker_urls(conf)
+        self.topic = topic(conf)
+        self.on_heartbeat = on_heartbeat
+        self.verifier = Verifier(key_store, conf, self.topic)
+        self.refusals = RefusalLog()
+        self.received = 0
+        self.noted = 0
+        self._halt = threading.Event()
+        self.consuming = threading.Event()
+
+    def _connection(self):
+        rabbit = self.conf.oslo_messaging_rabbit
+        return kombu.Connection(
+            self.urls, transport=_Transport, ssl=ssl_options(self.conf),
+            heartbeat=rabbit.heartbeat_timeout_threshold,
+            connect_timeout=5, failover_strategy='round-robin')
+
+    def _queue(self, channel):
+        exchange = kombu.Exchange(self.conf.control_exchange, 'topic',
+                                  passive=True)
+        return kombu.Queue(
+            self.topic, exchange=exchange, routing_key=self.topic,
+            durable=True, auto_delete=False, channel=channel,
+            queue_arguments={'x-message-ttl': QUEUE_TTL_MS,
+                             'x-expires': QUEUE_EXPIRES_MS})
+
+    def run(self):
+        delay = 1.0
+        failed = False
+        while not self._halt.is_set():
+            try:
+                with self._connection() as connection:
+                    self._consume(connection)
+                return
+            except Exception as e:
+                if self.consuming.is_set():
+                    # It had worked: a new outage.
+                    self.consuming.clear()
+                    failed, delay = False, 1.0
+                if not failed:
+                    LOG.warning('The heartbeat channel lost the broker '
+                                '(%s); heartbeats come by RPC only until it '
+                                'is back', e)
+                failed = True
+            if self._halt.wait(delay):
+                return
+            delay = min(delay * 2, self.MAX_DELAY)
+
+    def _consume(self, connection):
+        connection.ensure_connection(max_retries=1)
+        channel = connection.channel()
+        queue = self._queue(channel)
+        # The exchange is oslo.messaging's (the conductor's RPC server
+        # declares it); the queue and its binding are ours.
+        queue.declare()
+        # py-amqp's messages as they come (their body is all we read), not
+        # kombu's Message objects made of them.
+        channel.basic_consume(queue=self.topic, no_ack=True,
+                              callback=self._received)
+        LOG.info('Reading heartbeats from queue %s', self.topic)
+        self.consuming.set()
+        checked = time.monotonic()
+        # Our plain TCP transport tells what it holds; TLS's does not.
+        buffered = getattr(getattr(getattr(connection, 'connection', None),
+                                   'transport', None), 'buffered', None)
+        while not self._halt.is_set():
+            try:
+                connection.drain_events(timeout=self.TICK)
+            except TimeoutError:
+                pass
+            if buffered is not None and not buffered():
+                # All read: let the next heartbeats gather, to be read
+                # with one system call and one wake-up, not one each.
+                self._halt.wait(self.PAUSE)
+            # AMQP heartbeats: a consumer that acknowledges nothing sends
+            # nothing else, busy or idle.
+            if time.monotonic() - checked >= self.TICK:
+                connection.heartbeat_check()
+                checked = time.monotonic()
+
+    def _received(self, message):
+        self.received += 1
+        try:
+            context, body = decode(message.body)
+            hostname, sent = self.verifier.heartbeat(context, body)
+        except signing.Refused as e:
+            self.refusals.refused(e)
+            return
+        except (ValueError, TypeError, AttributeError, KeyError) as e:
+            self.refusals.refused(signing.Refused('malformed heartbeat: %s'
+                                                  % str(e)[:100]))
+            return
+        try:
+            self.on_heartbeat(hostname, sent)
+        except Exception:
+            LOG.exception('The heartbeat of %s could not be noted',
+                          hostname)
+            return
+        self.noted += 1
+
+    def stop(self):
+        self._halt.set()
+
+
+def start(conf, key_store, on_heartbeat):
+    """The running Consumer of this conductor's heartbeat queue, or None
+    when the RPC transport is not RabbitMQ."""
+    urls = broker_urls(conf)
+    if not urls:
+        LOG.info('No heartbeat channel: the RPC transport is not RabbitMQ; '
+                 'agents send their heartbeats by RPC')
+        return None
+    consumer = Consumer(conf, key_store, on_heartbeat, urls=urls)
+    consumer.start()
+    return consumer
