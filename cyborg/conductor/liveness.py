@@ -154,18 +154,19 @@ class Liveness:
             raise
         for hostname in others:
             try:
-                self._heartbeat_changes(context, hostname)
+                self._heartbeat_changes(context, hostname,
+                                        heard[hostname])
             except Exception:
                 LOG.warning('The heartbeat of host %s could not be '
                             'recorded; trying again at the next flush',
                             hostname, exc_info=True)
                 self.heard.put_back({hostname: heard[hostname]})
 
-    def _heartbeat_changes(self, context, hostname):
-        """A heartbeat of a host that is not up: it comes back, or we
-        do not know it."""
+    def _heartbeat_changes(self, context, hostname, when=None):
+        """A heartbeat of a host that is not up (heard at ``when``): it
+        comes back, or we do not know it."""
         try:
-            before = db_hosts.record_heartbeat(context, hostname)
+            before = db_hosts.record_heartbeat(context, hostname, when)
         except exception.HostNotFound:
             # We have lost the host (a new database, say): ask its agent to
             # introduce itself again rather than guess what it runs.

@@ -102,25 +102,34 @@ def _replace_drivers(context, host, drivers):
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def record_heartbeat(context, hostname):
-    """Refresh a host's last-seen time. Returns its status before.
+def record_heartbeat(context, hostname, when=None):
+    """Refresh a host's last-seen time to ``when`` (the time it was heard;
+    default now, never later than now). Returns its status before, or
+    None when the heartbeat changes nothing: a host that is not up is
+    brought back only by a heartbeat heard after the last one recorded,
+    so that a heartbeat replayed later cannot revive a dead host.
 
     Raises HostNotFound for a host that never said hello. A host that is
     up, the common case, costs one UPDATE.
     """
     now = timeutils.utcnow()
+    when = now if when is None else min(when, now)
+    later = sa.case((models.Host.last_seen_at < when, when),
+                    else_=models.Host.last_seen_at)
     refreshed = context.session.execute(
         sa.update(models.Host).where(models.Host.hostname == hostname,
                                      models.Host.status == 'up')
-        .values(last_seen_at=now, updated_at=now)
+        .values(last_seen_at=later, updated_at=now)
         .execution_options(synchronize_session=False)).rowcount
     if refreshed:
         return 'up'
     host = _host_query(context).filter_by(hostname=hostname).first()
     if host is None:
         raise exception.HostNotFound(host=hostname)
+    if host.last_seen_at is not None and when <= host.last_seen_at:
+        return None
     before = host.status
-    host.update({'status': 'up', 'last_seen_at': now})
+    host.update({'status': 'up', 'last_seen_at': when})
     return before
 
 
@@ -130,21 +139,28 @@ HEARTBEAT_CHUNK = 1000
 
 def record_heartbeats(context, heard):
     """Refresh the last-seen time of the hosts of ``heard`` ({hostname:
-    when heard}) that are up: one UPDATE per HEARTBEAT_CHUNK hosts, each
-    its own transaction (two conductors' chunks never wait for each
-    other in turn), which moves the chunk's hosts on to the newest time
-    heard among them (hosts sorted by time, so a chunk's times are
-    close), never back. Returns the hostnames it did not refresh, down
-    or unknown (one SELECT more, only when there are some); the caller
-    handles each as a heartbeat of its own (``record_heartbeat``)."""
-    ordered = sorted(heard, key=heard.get)
+    when heard}) that are up: hosts heard in the same second are moved
+    on to that second (each host to the time it was heard, to the
+    second; never to a later one, so that a heartbeat signed long ago and
+    replayed now cannot make a host look alive), never back; one UPDATE
+    per second and HEARTBEAT_CHUNK hosts, each its own transaction (two
+    conductors' chunks never wait for each other in turn). Returns the
+    hostnames it did not refresh, down or unknown (one SELECT more, only
+    when there are some); the caller handles each as a heartbeat of its
+    own (``record_heartbeat``)."""
+    by_second = {}
+    for hostname, when in heard.items():
+        by_second.setdefault(when.replace(microsecond=0), []).append(
+            hostname)
     refreshed = 0
-    for start in range(0, len(ordered), HEARTBEAT_CHUNK):
-        chunk = ordered[start:start + HEARTBEAT_CHUNK]
-        refreshed += _refresh(context, chunk, heard[chunk[-1]])
-    if refreshed == len(ordered):
+    for when, hostnames in sorted(by_second.items()):
+        hostnames.sort()
+        for start in range(0, len(hostnames), HEARTBEAT_CHUNK):
+            refreshed += _refresh(
+                context, hostnames[start:start + HEARTBEAT_CHUNK], when)
+    if refreshed == len(heard):
         return []
-    return sorted(set(ordered) - set(_up_of(context, ordered)))
+    return sorted(set(heard) - set(_up_of(context, list(heard))))
 
 
 @db_api.retry_on_deadlock

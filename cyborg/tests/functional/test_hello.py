@@ -1,10 +1,12 @@
 """The first real exchange: an agent says hello, sends heartbeats, and the
 conductor records the host, its drivers and its liveness."""
 
+import calendar
 import datetime
 import time
 from unittest import mock
 
+import fixtures
 from oslo_utils import timeutils
 import sqlalchemy as sa
 
@@ -150,6 +152,10 @@ class _HelloTests:
         for hostname in hosts:
             db_hosts.record_hello(self.ctx, hostname, hostname, '1', [])
         before = {h: self.host_row(h)[0].last_seen_at for h in hosts}
+        # Heard within the same second (hosts heard in different seconds
+        # are written by one UPDATE per second).
+        self.useFixture(fixtures.MockPatchObject(
+            timeutils, 'utcnow', return_value=timeutils.utcnow()))
         liveness = conductor_liveness.Liveness(self.conf)
         run = self.statements()
         for hostname in hosts:
@@ -184,6 +190,44 @@ class _HelloTests:
         self.assertEqual(late.replace(microsecond=0),
                          self.host_row('compute-8')[0].last_seen_at.replace(
                              microsecond=0))
+
+    def test_each_host_is_written_at_the_second_it_was_heard(self):
+        for hostname in ('early', 'late'):
+            db_hosts.record_hello(self.ctx, hostname, hostname, '1', [])
+        now = timeutils.utcnow().replace(microsecond=0)
+        early = now + datetime.timedelta(seconds=30, microseconds=700)
+        late = now + datetime.timedelta(seconds=90)
+        # Not both moved on to the later time: a heartbeat signed long
+        # ago (replayed) counts for when it was signed.
+        self.assertEqual([], db_hosts.record_heartbeats(
+            self.ctx, {'early': early, 'late': late}))
+        self.assertEqual(early.replace(microsecond=0),
+                         self.host_row('early')[0].last_seen_at.replace(
+                             microsecond=0))
+        self.assertEqual(late, self.host_row('late')[0].last_seen_at.replace(
+            microsecond=0))
+
+    def test_an_old_heartbeat_does_not_revive_a_host_marked_down(self):
+        db_hosts.record_hello(self.ctx, 'gone', 'gone', '1', [])
+        last = self.host_row('gone')[0].last_seen_at
+        with db_hosts.db_api.writer.using(self.ctx) as session:
+            session.query(db_hosts.models.Host).filter_by(
+                hostname='gone').update({'status': 'down'})
+        liveness = conductor_liveness.Liveness(self.conf)
+        # A heartbeat the host signed before it went silent, replayed now
+        # (on the heartbeat channel, heard at its signed time).
+        signed = last - datetime.timedelta(seconds=10)
+        liveness.heard_at('gone', calendar.timegm(signed.timetuple()))
+        liveness.flush_heartbeats(self.ctx)
+        self.assertEqual(('down', last), (self.host_row('gone')[0].status,
+                                          self.host_row('gone')[0]
+                                          .last_seen_at))
+        self.assertEqual([], self.events('cyborg.host.up'))
+        # One it signed since: it is back.
+        liveness.heard_at('gone', time.time())
+        liveness.flush_heartbeats(self.ctx)
+        self.assertEqual('up', self.host_row('gone')[0].status)
+        self.assertEqual(1, len(self.events('cyborg.host.up')))
 
     def test_flush_acts_on_hosts_down_or_unknown(self):
         for hostname in ('up-1', 'up-2', 'was-down'):
