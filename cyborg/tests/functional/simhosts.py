@@ -451,14 +451,17 @@ class _Child:
                 stderr=log, text=True, env=env)
         self._lock = threading.Lock()
 
+    def _ended(self):
+        with open(self.log_file) as f:
+            tail = f.read()[-2000:]
+        return RuntimeError('simulator process %d ended: %s' % (
+            self.process.pid, tail))
+
     def _answer(self):
         while True:
             line = self.process.stdout.readline()
             if not line:
-                with open(self.log_file) as f:
-                    tail = f.read()[-2000:]
-                raise RuntimeError('simulator process %d ended: %s' % (
-                    self.process.pid, tail))
+                raise self._ended()
             if line.startswith(REPLY):
                 return json.loads(line[len(REPLY):])
 
@@ -468,8 +471,12 @@ class _Child:
 
     def request(self, op, **kwargs):
         with self._lock:
-            self.process.stdin.write(json.dumps(dict(kwargs, op=op)) + '\n')
-            self.process.stdin.flush()
+            try:
+                self.process.stdin.write(json.dumps(dict(kwargs, op=op))
+                                         + '\n')
+                self.process.stdin.flush()
+            except OSError:
+                raise self._ended() from None
             return self._answer()
 
     def stop(self, timeout=30):
