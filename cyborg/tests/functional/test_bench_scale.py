@@ -5,10 +5,12 @@ import importlib.machinery
 import importlib.util
 import json
 import os
+import socket
 import subprocess
 import sys
 import types
 
+import fixtures
 import testtools
 
 from cyborg.tests import services
@@ -42,6 +44,20 @@ class FiguresTest(testtools.TestCase):
         self.assertEqual(5, self.scale.sim_processes(args(None), 5000))
         self.assertEqual(0, self.scale.sim_processes(args(0), 5000))
         self.assertEqual(3, self.scale.sim_processes(args(3), 50))
+
+    def test_ports_of_the_range(self):
+        benchlib = self.scale.benchlib
+        self.useFixture(fixtures.EnvironmentVariable(benchlib.PORTS_ENV,
+                                                     '23000-23999'))
+        port = benchlib.free_port()
+        self.assertTrue(23000 <= port <= 23999, port)
+        # A port taken is not given.
+        with socket.socket() as taken:
+            taken.bind(('127.0.0.1', port))
+            taken.listen()
+            self.useFixture(fixtures.EnvironmentVariable(
+                benchlib.PORTS_ENV, '%d-%d' % (port, port)))
+            self.assertRaises(OSError, benchlib.free_port)
 
     def test_steps_and_slowest(self):
         # (began, seconds, machine busy cores, runnable threads)
