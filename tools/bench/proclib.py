@@ -42,6 +42,11 @@ def process_tree(pid, stats=None):
     return found
 
 
+def cpu_seconds(pid):
+    """CPU time (user + system) of process ``pid`` itself."""
+    return _stat(pid)[1]
+
+
 def tree_cpu_seconds(pid):
     """CPU time (user + system) of process ``pid`` and its descendants."""
     stats = _all_stats()

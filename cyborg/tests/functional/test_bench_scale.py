@@ -60,9 +60,11 @@ class FiguresTest(testtools.TestCase):
             self.assertRaises(OSError, benchlib.free_port)
 
     def test_steps_and_slowest(self):
-        # (began, seconds, machine busy cores, runnable threads)
-        cycles = [(100.0, 0.05, 0.5, 2), (101.0, 0.30, 2.0, 9),
-                  (102.0, 0.06, 1.0, 3)]
+        # (began, seconds, machine busy cores, runnable threads, cores of
+        # the conductors and the API)
+        cycles = [(100.0, 0.05, 0.5, 2, [0.1, 0, 0.2]),
+                  (101.0, 0.30, 2.0, 9, [0.9, 0, 0.3]),
+                  (102.0, 0.06, 1.0, 3, [0, 0, 0.1])]
         steps = {name: [0.01, 0.01, 0.01] for name in self.api.STEPS}
         steps['resolved'] = [0.02, 0.25, 0.03]
         by_step, slowest = self.scale.boot_steps(self.api, cycles, steps,
@@ -71,14 +73,15 @@ class FiguresTest(testtools.TestCase):
                          by_step['resolved'])
         self.assertEqual(10.0, by_step['bind']['p99'])
         self.assertEqual([300.0, 60.0], [s['ms'] for s in slowest])
-        self.assertEqual((1.0, 250.0, 2.0, 9), (
+        self.assertEqual((1.0, 250.0, 2.0, 9, [0.9, 0, 0.3]), (
             slowest[0]['at_s'], slowest[0]['resolved'],
-            slowest[0]['machine_busy_cores'], slowest[0]['runnable']))
+            slowest[0]['machine_busy_cores'], slowest[0]['runnable'],
+            slowest[0]['daemon_cores']))
 
     def test_boots_split_by_how_busy_the_machine_was(self):
         cores = os.cpu_count()
-        cycles = [(0, 0.05, 0.1, 1), (1, 0.40, cores, 9),
-                  (2, 0.07, 0.2, 1), (3, 0.30, cores, 7)]
+        cycles = [(0, 0.05, 0.1, 1, []), (1, 0.40, cores, 9, []),
+                  (2, 0.07, 0.2, 1, []), (3, 0.30, cores, 7, [])]
         split = self.scale.boot_by_machine(self.api, cycles)
         self.assertEqual({'n': 2, 'p50': 300.0, 'p99': 400.0},
                          split['saturated'])
