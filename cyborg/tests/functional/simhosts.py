@@ -51,6 +51,10 @@ from cyborg.agent import reporter as agent_reporter
 from cyborg.common import keys
 from cyborg.objects import driver_device as dd
 
+#: A heartbeat that begins this many seconds after it was due counts as
+#: ``delayed``.
+DELAYED_S = 1.0
+
 CAPTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)),
                         'data', 'captures')
 
@@ -262,8 +266,13 @@ class SimHosts:
         # the storm (they wait, they do not compute).
         self.pool = concurrent.futures.ThreadPoolExecutor(
             steady_threads or 4 * threads, thread_name_prefix='simhost')
+        #: ``late``: heartbeats skipped, the one before still running;
+        #: ``delayed``: heartbeats that began DELAYED_S or more after
+        #: they were due (the pool or the CPU behind).
         self.counts = {'heartbeats': 0, 'rescans': 0, 'changes': 0,
-                       'errors': 0, 'late': 0}
+                       'errors': 0, 'late': 0, 'delayed': 0}
+        #: The longest a heartbeat began after it was due (seconds).
+        self.delay_max = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -277,7 +286,7 @@ class SimHosts:
         with self._lock:
             self.counts[name] += 1
 
-    def _heartbeat(self, host):
+    def _heartbeat(self, host, due=None):
         if not host.alive:
             return
         if not host.busy.acquire(blocking=False):
@@ -286,13 +295,26 @@ class SimHosts:
             return
         try:
             started = time.monotonic()
+            if due is not None:
+                self._delayed(started - due)
             self._safely(host.reporter.keep_alive)
             host.last_beat = started
             self._count('heartbeats')
         finally:
             host.busy.release()
 
-    def _rescan(self, host):
+    def _delayed(self, delay):
+        with self._lock:
+            self.delay_max = max(self.delay_max, delay)
+            if delay >= DELAYED_S:
+                self.counts['delayed'] += 1
+
+    def reset_delay_max(self):
+        """The longest delay from now on (the steady state's)."""
+        with self._lock:
+            self.delay_max = 0.0
+
+    def _rescan(self, host, due=None):
         if host.alive:
             self._safely(host.reporter.periodic_rescan)
             self._count('rescans')
@@ -305,7 +327,7 @@ class SimHosts:
         except Exception:
             self._count('errors')
 
-    def _change(self, _host):
+    def _change(self, _host, due=None):
         if not self.changing:
             return
         alive = [h for h in self.hosts.values() if h.alive]
@@ -371,7 +393,7 @@ class SimHosts:
                                       next(self._order), interval, task,
                                       host))
             if host is None or host.alive:
-                self.pool.submit(task, host)
+                self.pool.submit(task, host, due)
 
     def kill(self, hostname):
         """The host goes silent, as one that crashed."""
@@ -412,7 +434,9 @@ class SimHosts:
         times = os.times()
         with self._lock:
             counts = dict(self.counts)
+            delay_max = self.delay_max
         return {'counts': counts, 'cpu_s': times.user + times.system,
+                'delay_max_s': round(delay_max, 3),
                 'out_of_sync': len(out), 'out_of_sync_names': out[:names],
                 'wanted': self.wanted()}
 
@@ -571,6 +595,9 @@ class SimHostProcesses:
     def kill(self, hostname):
         self._owner[hostname].request('kill', host=hostname)
 
+    def reset_delay_max(self):
+        self._all('reset_delay_max')
+
     def last_beat(self, hostname):
         return self._owner[hostname].request('last_beat', host=hostname)
 
@@ -579,6 +606,7 @@ class SimHostProcesses:
         messages they sent (``messages``) and ``processes``."""
         states = self._all('state', names=names)
         total = {'counts': {}, 'messages': {}, 'cpu_s': 0.0,
+                 'delay_max_s': max(one['delay_max_s'] for one in states),
                  'out_of_sync': 0, 'out_of_sync_names': [], 'wanted': 0,
                  'processes': len(states)}
         for one in states:
@@ -642,31 +670,31 @@ def serve(spec_file, infile=None, outfile=None):
     def reply(value):
         outfile.write(REPLY + json.dumps(value) + '\n')
         outfile.flush()
+
+    def state(names=0):
+        answer = sim.state(names)
+        with lock:
+            answer['messages'] = dict(messages)
+        return answer
+
+    def changing(value):
+        sim.changing = value
+    handlers = {
+        'boot': sim.boot, 'start': sim.start, 'changing': changing,
+        'kill': lambda host: sim.kill(host),
+        'last_beat': lambda host: sim.last_beat(host),
+        'reset_delay_max': sim.reset_delay_max, 'state': state}
     reply('ready')
     try:
         for line in infile:
             command = json.loads(line)
-            op = command['op']
-            if op == 'boot':
-                reply(sim.boot())
-            elif op == 'start':
-                reply(sim.start())
-            elif op == 'changing':
-                sim.changing = command['value']
-                reply(None)
-            elif op == 'kill':
-                reply(sim.kill(command['host']))
-            elif op == 'last_beat':
-                reply(sim.last_beat(command['host']))
-            elif op == 'state':
-                state = sim.state(command.get('names', 0))
-                with lock:
-                    state['messages'] = dict(messages)
-                reply(state)
-            elif op == 'stop':
+            op = command.pop('op')
+            if op == 'stop':
                 break
-            else:
+            if op not in handlers:
                 reply({'error': 'unknown op %r' % op})
+                continue
+            reply(handlers[op](**command))
     finally:
         sim.stop()
         rpc.cleanup()

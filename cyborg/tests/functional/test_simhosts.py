@@ -82,6 +82,20 @@ class SimHostsTest(base.TestCase):
         self.assertEqual(0, state['counts']['heartbeats'])
         self.assertGreater(state['cpu_s'], 0)
         self.assertIsNone(sim.last_beat('h-0'))
+        self.assertEqual((0, 0.0), (state['counts']['delayed'],
+                                    state['delay_max_s']))
+
+    def test_delayed_heartbeats(self):
+        sim = self.sim(['h-0'])
+        sim._delayed(0.2)
+        sim._delayed(simhosts.DELAYED_S + 0.5)
+        sim._delayed(0.1)
+        state = sim.state()
+        self.assertEqual(1, state['counts']['delayed'])
+        self.assertEqual(simhosts.DELAYED_S + 0.5, state['delay_max_s'])
+        sim.reset_delay_max()
+        self.assertEqual(0.0, sim.state()['delay_max_s'])
+        self.assertEqual(1, sim.state()['counts']['delayed'])
 
 
 class SimHostProcessesTest(test_daemons._Daemons, base.TestCase):
@@ -145,6 +159,9 @@ class SimHostProcessesTest(test_daemons._Daemons, base.TestCase):
         self.assertGreaterEqual(state['messages']['calls'], 12)
         self.assertGreater(state['messages']['casts'], 0)
         self.assertEqual(0, state['counts']['errors'])
+        self.assertIn('delayed', state['counts'])
+        self.assertGreaterEqual(state['delay_max_s'], 0)
+        sim.reset_delay_max()
 
         # A host killed in the second process goes silent and down; the
         # others stay up.
