@@ -18,8 +18,11 @@ process, an RPC server and drivers of their own:
   ``heartbeat_interval`` seconds and its periodic rescan each
   ``rescan_interval`` (spread over the interval, not all at once), on a
   pool of ``steady_threads`` workers (the boot storm has ``threads`` of
-  its own); as an agent's periodic task, a host's heartbeat waits for
-  the one before it; a rescan runs the survey only when the
+  its own), and the heartbeats of hosts not registered yet (a hello,
+  which waits for the conductor's answer) on another pool as large, so
+  that they never hold back the heartbeats of the registered hosts; as
+  an agent's periodic task, a host's heartbeat waits for the one before
+  it; a rescan runs the survey only when the
   host's hardware changed or a full rescan is due (the agent's own
   :class:`cyborg.agent.changes.ChangeCheck`, fed a change counter instead
   of a sysfs fingerprint);
@@ -266,6 +269,11 @@ class SimHosts:
         # the storm (they wait, they do not compute).
         self.pool = concurrent.futures.ThreadPoolExecutor(
             steady_threads or 4 * threads, thread_name_prefix='simhost')
+        # Hellos wait for a conductor (seconds, in a storm): with them on
+        # the same pool, the registered hosts' heartbeats queued behind
+        # them and their hosts were marked down (seen at 2,000 hosts).
+        self.hello_pool = concurrent.futures.ThreadPoolExecutor(
+            steady_threads or 4 * threads, thread_name_prefix='simhello')
         #: ``late``: heartbeats skipped, the one before still running;
         #: ``delayed``: heartbeats that began DELAYED_S or more after
         #: they were due (the pool or the CPU behind).
@@ -393,7 +401,11 @@ class SimHosts:
                                       next(self._order), interval, task,
                                       host))
             if host is None or host.alive:
-                self.pool.submit(task, host, due)
+                pool = self.pool
+                if (task == self._heartbeat
+                        and not host.reporter.registered):
+                    pool = self.hello_pool
+                pool.submit(task, host, due)
 
     def kill(self, hostname):
         """The host goes silent, as one that crashed."""
@@ -404,6 +416,7 @@ class SimHosts:
         if self._thread is not None:
             self._thread.join(10)
         self.pool.shutdown(wait=True)
+        self.hello_pool.shutdown(wait=True)
 
     # -- what the hosts have ------------------------------------------------
 

@@ -2,10 +2,13 @@
 (:mod:`cyborg.tests.functional.simhosts`): what its checks keep, and its
 hosts played by several processes on a real conductor."""
 
+import collections
 import os
 import signal
+import threading
 
 import fixtures
+import oslo_messaging as messaging
 
 from cyborg.agent import reporter
 from cyborg.common import keys
@@ -25,6 +28,22 @@ class _Unused:
 
     def __getattr__(self, name):
         raise AssertionError('the conductor was called: %s' % name)
+
+
+class _Stuck:
+    """A conductor that never answers a hello (until ``release``), and
+    counts heartbeats."""
+
+    def __init__(self):
+        self.release = threading.Event()
+        self.heartbeats = collections.Counter()
+
+    def agent_hello(self, context, hello, timeout=None):
+        self.release.wait()
+        raise messaging.MessagingTimeout('no answer')
+
+    def agent_heartbeat(self, context, hostname):
+        self.heartbeats[hostname] += 1
 
 
 class SimHostsTest(base.TestCase):
@@ -62,6 +81,25 @@ class SimHostsTest(base.TestCase):
         self.assertEqual(len(host.deployables()), host.deployable_count())
         self.assertEqual(sum(len(n) for n in sim.deployables().values()),
                          sim.wanted())
+
+    def test_hellos_hold_no_heartbeat_back(self):
+        conductor = _Stuck()
+        names = ['h-%d' % i for i in range(6)]
+        sim = simhosts.SimHosts(
+            self.conf, names, self.key_dir, state_dir=self.tmp,
+            conductor=conductor, heartbeat_interval=0.2,
+            rescan_interval=3600, change_interval=0, steady_threads=2)
+        self.addCleanup(sim.stop)
+        # First: the hellos end, then the pools.
+        self.addCleanup(conductor.release.set)
+        # Two hosts registered; four wait for their hellos' answers, more
+        # than the pool's two threads.
+        for name in names[:2]:
+            sim.hosts[name].reporter._registered.set()
+        sim.start()
+        wait_for(lambda: min(conductor.heartbeats[n] for n in names[:2])
+                 >= 3, timeout=SETTLE)
+        self.assertEqual(set(names[:2]), set(conductor.heartbeats))
 
     def test_slices_keep_their_variants(self):
         names = ['h-%d' % i for i in range(7)]
