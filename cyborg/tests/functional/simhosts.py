@@ -415,8 +415,8 @@ class SimHosts:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
-        self.pool.shutdown(wait=True)
-        self.hello_pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.hello_pool.shutdown(wait=True, cancel_futures=True)
 
     # -- what the hosts have ------------------------------------------------
 
@@ -517,16 +517,21 @@ class _Child:
             return self._answer()
 
     def stop(self, timeout=30):
+        """Ask it to stop; killed if not gone within ``timeout`` seconds
+        (its answer is not waited for: it comes once its hosts' tasks
+        ended)."""
         if self.process.poll() is None:
             try:
-                self.request('stop')
-            except (OSError, RuntimeError, ValueError):
+                self.process.stdin.write(json.dumps({'op': 'stop'}) + '\n')
+                self.process.stdin.close()
+            except OSError:
                 pass
             try:
                 self.process.wait(timeout)
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+        self.process.stdout.close()
 
 
 class SimHostProcesses:
@@ -644,8 +649,9 @@ class SimHostProcesses:
         return self.state()['wanted']
 
     def stop(self):
-        for child in self.children:
-            child.stop()
+        with concurrent.futures.ThreadPoolExecutor(
+                max(1, len(self.children))) as pool:
+            list(pool.map(lambda child: child.stop(), self.children))
 
 
 def serve(spec_file, infile=None, outfile=None):
@@ -711,7 +717,6 @@ def serve(spec_file, infile=None, outfile=None):
     finally:
         sim.stop()
         rpc.cleanup()
-        reply('stopped')
 
 
 if __name__ == '__main__':
