@@ -18,8 +18,9 @@ process, an RPC server and drivers of their own:
   ``heartbeat_interval`` seconds and its periodic rescan each
   ``rescan_interval`` (spread over the interval, not all at once), on a
   pool of ``steady_threads`` workers (the boot storm has ``threads`` of
-  its own), and the heartbeats of hosts not registered yet (a hello,
-  which waits for the conductor's answer) on another pool as large, so
+  its own), and the heartbeats of hosts not registered yet or with a
+  report not taken yet (a hello or the report again, which wait for the
+  conductor's answer) on another pool as large, so
   that they never hold back the heartbeats of the registered hosts; as
   an agent's periodic task, a host's heartbeat waits for the one before
   it; a rescan runs the survey only when the
@@ -186,6 +187,14 @@ class SimHost:
         self.reporter = agent_reporter.Reporter(
             hostname, agent_conf, self.survey, lambda: [], conductor)
         self.reporter.changes.read = lambda: self.generation
+
+    def waits(self):
+        """Whether its next heartbeat is a call that waits for the
+        conductor's answer: a hello, or a report it has not taken yet
+        sent again."""
+        reporter = self.reporter
+        return (not reporter.registered
+                or getattr(reporter, '_pending', None) is not None)
 
     def survey(self):
         if self._base is None:
@@ -402,8 +411,7 @@ class SimHosts:
                                       host))
             if host is None or host.alive:
                 pool = self.pool
-                if (task == self._heartbeat
-                        and not host.reporter.registered):
+                if task == self._heartbeat and host.waits():
                     pool = self.hello_pool
                 pool.submit(task, host, due)
 

@@ -45,6 +45,11 @@ class _Stuck:
     def agent_heartbeat(self, context, hostname):
         self.heartbeats[hostname] += 1
 
+    def report_data(self, context, hostname, devices, report_hash,
+                    report_seq=None, hardware=None, timeout=None):
+        self.release.wait()
+        raise messaging.MessagingTimeout('no answer')
+
 
 class SimHostsTest(base.TestCase):
     """One process's hosts, without a broker: nothing here sends."""
@@ -92,10 +97,19 @@ class SimHostsTest(base.TestCase):
         self.addCleanup(sim.stop)
         # First: the hellos end, then the pools.
         self.addCleanup(conductor.release.set)
-        # Two hosts registered; four wait for their hellos' answers, more
-        # than the pool's two threads.
-        for name in names[:2]:
-            sim.hosts[name].reporter._registered.set()
+        # Two hosts registered; four wait for answers, more than the
+        # pool's two threads: three for their hellos', one for its report
+        # sent again.
+        for name in names[:2] + names[-1:]:
+            host = sim.hosts[name]
+            host.reporter._registered.set()
+            # Their hardware taken: a rescan sends nothing.
+            host.reporter.accepted_hash = host.report_hash()
+        waiting = sim.hosts[names[-1]]
+        waiting.reporter._pending = (waiting.report_hash(),
+                                     waiting.survey()[0], None)
+        self.assertEqual([False, False, True, True, True, True],
+                         [sim.hosts[n].waits() for n in names])
         sim.start()
         wait_for(lambda: min(conductor.heartbeats[n] for n in names[:2])
                  >= 3, timeout=SETTLE)
