@@ -16,6 +16,8 @@ import json
 import logging
 import math
 import os
+import random
+import socket
 import threading
 import time
 import uuid
@@ -73,6 +75,31 @@ def fake_devices(hostname, count, functions=1):
     return devices
 
 
+#: The environment variable naming the loopback ports the benchmarks'
+#: servers take (``23000-23999``); unset, the kernel picks any free one.
+PORTS_ENV = 'CYBORG_BENCH_PORTS'
+
+
+def free_port():
+    """A loopback port free now: one of ``$CYBORG_BENCH_PORTS`` (``FIRST-
+    LAST``), tried at random, when set; else any the kernel gives."""
+    ports = os.environ.get(PORTS_ENV)
+    if not ports:
+        candidates = [0]
+    else:
+        first, last = (int(x) for x in ports.split('-'))
+        candidates = random.sample(range(first, last + 1),
+                                   last - first + 1)
+    for port in candidates:
+        with socket.socket() as sock:
+            try:
+                sock.bind(('127.0.0.1', port))
+            except OSError:
+                continue
+            return sock.getsockname()[1]
+    raise OSError('no free port in %s' % ports)
+
+
 class FakeNova:
     """Nova's ``os-server-external-events`` API on a loopback port, in the
     process that creates it: it answers as Nova does (the version
@@ -87,8 +114,9 @@ class FakeNova:
         self.requests = collections.Counter()
         self.received = 0
         self._cond = threading.Condition()
-        self.server = api_server.WSGIServer(self, '127.0.0.1', 0, threads,
-                                            name='fake-nova')
+        self.server = api_server.WSGIServer(
+            self, '127.0.0.1', free_port() if os.environ.get(PORTS_ENV)
+            else 0, threads, name='fake-nova')
 
     @property
     def endpoint(self):

@@ -42,6 +42,11 @@ def process_tree(pid, stats=None):
     return found
 
 
+def cpu_seconds(pid):
+    """CPU time (user + system) of process ``pid`` itself."""
+    return _stat(pid)[1]
+
+
 def tree_cpu_seconds(pid):
     """CPU time (user + system) of process ``pid`` and its descendants."""
     stats = _all_stats()
@@ -113,3 +118,13 @@ def machine_busy_seconds():
         fields = [int(x) for x in f.readline().split()[1:]]
     idle = fields[3] + fields[4]  # idle, iowait
     return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
+
+
+def runnable():
+    """Threads runnable on the machine now (``procs_running`` of
+    /proc/stat; the reader is one of them)."""
+    with open('/proc/stat') as f:
+        for line in f:
+            if line.startswith('procs_running '):
+                return int(line.split()[1])
+    return None

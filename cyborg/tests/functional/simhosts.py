@@ -18,8 +18,12 @@ process, an RPC server and drivers of their own:
   ``heartbeat_interval`` seconds and its periodic rescan each
   ``rescan_interval`` (spread over the interval, not all at once), on a
   pool of ``steady_threads`` workers (the boot storm has ``threads`` of
-  its own); as an agent's periodic task, a host's heartbeat waits for
-  the one before it; a rescan runs the survey only when the
+  its own), and the heartbeats of hosts not registered yet or with a
+  report not taken yet (a hello or the report again, which wait for the
+  conductor's answer) on another pool as large, so
+  that they never hold back the heartbeats of the registered hosts; as
+  an agent's periodic task, a host's heartbeat waits for the one before
+  it; a rescan runs the survey only when the
   host's hardware changed or a full rescan is due (the agent's own
   :class:`cyborg.agent.changes.ChangeCheck`, fed a change counter instead
   of a sysfs fingerprint);
@@ -38,6 +42,8 @@ import itertools
 import json
 import os
 import random
+import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -48,6 +54,10 @@ from cyborg.agent import manager as agent_manager
 from cyborg.agent import reporter as agent_reporter
 from cyborg.common import keys
 from cyborg.objects import driver_device as dd
+
+#: A heartbeat that begins this many seconds after it was due counts as
+#: ``delayed``.
+DELAYED_S = 1.0
 
 CAPTURES = os.path.join(os.path.dirname(os.path.dirname(__file__)),
                         'data', 'captures')
@@ -168,6 +178,9 @@ class SimHost:
         #: Bumped with each change: the rescan's "sysfs fingerprint".
         self.generation = 0
         self._base = None
+        #: (the ``extra`` set it was computed for, the report hash, the
+        #: number of deployables).
+        self._hash = None
         agent_conf = types.SimpleNamespace(agent=_Group(
             conf.agent, state_file=os.path.join(
                 state_dir, 'agent-%s.json' % hostname),
@@ -178,6 +191,14 @@ class SimHost:
             hostname, agent_conf, self.survey, lambda: [], conductor)
         self.reporter.changes.read = lambda: self.generation
 
+    def waits(self):
+        """Whether its next heartbeat is a call that waits for the
+        conductor's answer: a hello, or a report it has not taken yet
+        sent again."""
+        reporter = self.reporter
+        return (not reporter.registered
+                or getattr(reporter, '_pending', None) is not None)
+
     def survey(self):
         if self._base is None:
             # The variant's hardware does not change: surveyed once.
@@ -187,9 +208,24 @@ class SimHost:
                            for slot in sorted(self.extra)], hardware)
 
     def report_hash(self):
-        """The hash of what the host would report now."""
-        devices, hardware = self.survey()
-        return agent_reporter.report_hash(devices, hardware)
+        """The hash of what the host would report now (kept until the
+        trickle changes its cards: checking thousands of hosts every
+        half second must not survey them all each time)."""
+        return self._summary()[1]
+
+    def deployable_count(self):
+        """How many deployables the host has now."""
+        return self._summary()[2]
+
+    def _summary(self):
+        extra = self.extra
+        cached = self._hash
+        if cached is None or cached[0] is not extra:
+            devices, hardware = self.survey()
+            cached = self._hash = (
+                extra, agent_reporter.report_hash(devices, hardware),
+                sum(len(device.deployable_list) for device in devices))
+        return cached
 
     def deployables(self):
         """Names of the deployables the host has now."""
@@ -217,7 +253,7 @@ class SimHosts:
                  conductor=None, heartbeat_interval=None,
                  rescan_interval=None, full_rescan_interval=600,
                  change_interval=5.0, threads=16, steady_threads=None,
-                 variants=VARIANTS, seed=1):
+                 variants=VARIANTS, seed=1, first_index=0):
         from cyborg.conductor import rpcapi as conductor_rpcapi
         if state_dir is None:
             self._tmp = tempfile.TemporaryDirectory(prefix='cyborg-sim-')
@@ -234,7 +270,9 @@ class SimHosts:
         self.hosts = {}
         for index, hostname in enumerate(hostnames):
             self.hosts[hostname] = SimHost(
-                hostname, self.variants[index % len(self.variants)], conf,
+                hostname,
+                self.variants[(first_index + index) % len(self.variants)],
+                conf,
                 state_dir, self.conductor, full_rescan_interval)
         self.threads = threads
         # Real agents each have their own thread: a host waiting for an
@@ -243,8 +281,19 @@ class SimHosts:
         # the storm (they wait, they do not compute).
         self.pool = concurrent.futures.ThreadPoolExecutor(
             steady_threads or 4 * threads, thread_name_prefix='simhost')
+        # Hellos wait for a conductor (seconds, in a storm): with them on
+        # the same pool, the registered hosts' heartbeats queued behind
+        # them and their hosts were marked down (seen at 2,000 hosts).
+        self.hello_pool = concurrent.futures.ThreadPoolExecutor(
+            steady_threads or 4 * threads, thread_name_prefix='simhello')
+        #: ``late``: heartbeats skipped, the one before still running;
+        #: ``delayed``: heartbeats that began DELAYED_S or more after
+        #: they were due (the pool or the CPU behind).
         self.counts = {'heartbeats': 0, 'rescans': 0, 'changes': 0,
-                       'errors': 0, 'late': 0, 'late_rescans': 0}
+                       'errors': 0, 'late': 0, 'delayed': 0,
+                       'late_rescans': 0}
+        #: The longest a heartbeat began after it was due (seconds).
+        self.delay_max = 0.0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = None
@@ -258,7 +307,7 @@ class SimHosts:
         with self._lock:
             self.counts[name] += 1
 
-    def _heartbeat(self, host):
+    def _heartbeat(self, host, due=None):
         if not host.alive:
             return
         if not host.busy.acquire(blocking=False):
@@ -267,13 +316,26 @@ class SimHosts:
             return
         try:
             started = time.monotonic()
+            if due is not None:
+                self._delayed(started - due)
             self._safely(host.reporter.keep_alive)
             host.last_beat = started
             self._count('heartbeats')
         finally:
             host.busy.release()
 
-    def _rescan(self, host):
+    def _delayed(self, delay):
+        with self._lock:
+            self.delay_max = max(self.delay_max, delay)
+            if delay >= DELAYED_S:
+                self.counts['delayed'] += 1
+
+    def reset_delay_max(self):
+        """The longest delay from now on (the steady state's)."""
+        with self._lock:
+            self.delay_max = 0.0
+
+    def _rescan(self, host, due=None):
         if not host.alive:
             return
         if not host.rescanning.acquire(blocking=False):
@@ -296,7 +358,7 @@ class SimHosts:
         except Exception:
             self._count('errors')
 
-    def _change(self, _host):
+    def _change(self, _host, due=None):
         if not self.changing:
             return
         alive = [h for h in self.hosts.values() if h.alive]
@@ -362,7 +424,10 @@ class SimHosts:
                                       next(self._order), interval, task,
                                       host))
             if host is None or host.alive:
-                self.pool.submit(task, host)
+                pool = self.pool
+                if task == self._heartbeat and host.waits():
+                    pool = self.hello_pool
+                pool.submit(task, host, due)
 
     def kill(self, hostname):
         """The host goes silent, as one that crashed."""
@@ -372,7 +437,8 @@ class SimHosts:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
-        self.pool.shutdown(wait=True)
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        self.hello_pool.shutdown(wait=True, cancel_futures=True)
 
     # -- what the hosts have ------------------------------------------------
 
@@ -386,3 +452,297 @@ class SimHosts:
         """{hostname: deployable names} of every host."""
         return {name: host.deployables()
                 for name, host in self.hosts.items()}
+
+    def wanted(self):
+        """How many deployables the hosts have together."""
+        return sum(host.deployable_count() for host in self.hosts.values())
+
+    def last_beat(self, hostname):
+        """time.monotonic() when the host's last heartbeat task began."""
+        return self.hosts[hostname].last_beat
+
+    def state(self, names=0):
+        """What :class:`SimHostProcesses` gathers: the counts, this
+        process's CPU seconds, how many live hosts are out of sync (and
+        the first ``names`` of them) and how many deployables there are."""
+        out = self.out_of_sync()
+        times = os.times()
+        with self._lock:
+            counts = dict(self.counts)
+            delay_max = self.delay_max
+        return {'counts': counts, 'cpu_s': times.user + times.system,
+                'delay_max_s': round(delay_max, 3),
+                'out_of_sync': len(out), 'out_of_sync_names': out[:names],
+                'wanted': self.wanted()}
+
+
+# -- several processes ------------------------------------------------------
+
+#: What starts a line a simulator process answers with.
+REPLY = '@@sim '
+
+
+def count_messages(counts, lock):
+    """Count what this process sends on the broker: each message, and a
+    reply for each call (as ``tools/bench/scale`` counts a conductor's)."""
+    from cyborg.common import rpc
+    send = rpc.SigningTransport._send
+
+    def counted(self, target, ctxt, message, wait_for_reply=None, *args,
+                **kwargs):
+        with lock:
+            counts['messages'] += 2 if wait_for_reply else 1
+            counts['calls' if wait_for_reply else 'casts'] += 1
+        return send(self, target, ctxt, message, wait_for_reply, *args,
+                    **kwargs)
+    rpc.SigningTransport._send = counted
+
+
+class _Child:
+    """One simulator process and its command pipe."""
+
+    def __init__(self, spec_file, log_file, env):
+        self.log_file = log_file
+        with open(log_file, 'w') as log:
+            self.process = subprocess.Popen(
+                [sys.executable, '-m', 'cyborg.tests.functional.simhosts',
+                 spec_file], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=log, text=True, env=env)
+        self._lock = threading.Lock()
+
+    def _ended(self):
+        with open(self.log_file) as f:
+            tail = f.read()[-2000:]
+        return RuntimeError('simulator process %d ended: %s' % (
+            self.process.pid, tail))
+
+    def _answer(self):
+        while True:
+            line = self.process.stdout.readline()
+            if not line:
+                raise self._ended()
+            if line.startswith(REPLY):
+                return json.loads(line[len(REPLY):])
+
+    def ready(self):
+        with self._lock:
+            return self._answer()
+
+    def request(self, op, **kwargs):
+        with self._lock:
+            try:
+                self.process.stdin.write(json.dumps(dict(kwargs, op=op))
+                                         + '\n')
+                self.process.stdin.flush()
+            except OSError:
+                raise self._ended() from None
+            return self._answer()
+
+    def stop(self, timeout=30):
+        """Ask it to stop; killed if not gone within ``timeout`` seconds
+        (its answer is not waited for: it comes once its hosts' tasks
+        ended)."""
+        if self.process.poll() is None:
+            try:
+                self.process.stdin.write(json.dumps({'op': 'stop'}) + '\n')
+                self.process.stdin.close()
+            except OSError:
+                pass
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        self.process.stdout.close()
+
+
+class SimHostProcesses:
+    """The hosts of :class:`SimHosts` played by ``processes`` processes,
+    each a :class:`SimHosts` of a slice of them (the same variants as
+    one process gives them, the storm's ``threads`` and the trickle of
+    changes shared out), on the broker and topic prefix of ``conf``;
+    what they count is gathered here. For thousands of hosts: one
+    process's heartbeats, whose RPC sends cost it CPU under one GIL,
+    fall behind."""
+
+    def __init__(self, conf, hostnames, key_dir, state_dir, processes=2,
+                 heartbeat_interval=None, rescan_interval=None,
+                 full_rescan_interval=600, change_interval=5.0, threads=16,
+                 steady_threads=None, seed=1, env=None):
+        processes = max(1, min(processes, len(hostnames)))
+        per = -(-len(hostnames) // processes)
+        self._changing = True
+        self.children = []
+        self._owner = {}
+        try:
+            for index in range(processes):
+                names = hostnames[index * per:(index + 1) * per]
+                if not names:
+                    break
+                spec = {
+                    'transport_url': conf.transport_url,
+                    'rpc_topic_prefix': conf.rpc_topic_prefix,
+                    'key_dir': key_dir, 'state_dir': state_dir,
+                    'hostnames': names, 'first_index': index * per,
+                    'heartbeat_interval': (heartbeat_interval
+                                           or conf.agent.heartbeat_interval),
+                    'rescan_interval': (rescan_interval
+                                        or conf.agent.rescan_interval),
+                    'full_rescan_interval': full_rescan_interval,
+                    'change_interval': (change_interval or 0) * processes,
+                    'threads': -(-threads // processes),
+                    'steady_threads': (steady_threads
+                                       and -(-steady_threads // processes)),
+                    'seed': seed + index}
+                spec_file = os.path.join(state_dir, 'sim-%d.json' % index)
+                with open(spec_file, 'w') as f:
+                    json.dump(spec, f)
+                child = _Child(spec_file, os.path.join(
+                    state_dir, 'sim-%d.log' % index), env)
+                self.children.append(child)
+                for name in names:
+                    self._owner[name] = child
+            for child in self.children:
+                child.ready()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _all(self, op, **kwargs):
+        with concurrent.futures.ThreadPoolExecutor(
+                len(self.children)) as pool:
+            return list(pool.map(lambda c: c.request(op, **kwargs),
+                                 self.children))
+
+    @property
+    def changing(self):
+        return self._changing
+
+    @changing.setter
+    def changing(self, value):
+        self._changing = bool(value)
+        self._all('changing', value=self._changing)
+
+    def boot(self):
+        """As :meth:`SimHosts.boot`, every process at once."""
+        start = time.monotonic()
+        self._all('boot')
+        return time.monotonic() - start
+
+    def start(self):
+        self._all('start')
+
+    def kill(self, hostname):
+        self._owner[hostname].request('kill', host=hostname)
+
+    def reset_delay_max(self):
+        self._all('reset_delay_max')
+
+    def last_beat(self, hostname):
+        return self._owner[hostname].request('last_beat', host=hostname)
+
+    def state(self, names=0):
+        """As :meth:`SimHosts.state`, summed over the processes, with the
+        messages they sent (``messages``) and ``processes``."""
+        states = self._all('state', names=names)
+        total = {'counts': {}, 'messages': {}, 'cpu_s': 0.0,
+                 'delay_max_s': max(one['delay_max_s'] for one in states),
+                 'out_of_sync': 0, 'out_of_sync_names': [], 'wanted': 0,
+                 'processes': len(states)}
+        for one in states:
+            for key in ('counts', 'messages'):
+                for name, value in one[key].items():
+                    total[key][name] = total[key].get(name, 0) + value
+            for key in ('cpu_s', 'out_of_sync', 'wanted'):
+                total[key] += one[key]
+            total['out_of_sync_names'].extend(one['out_of_sync_names'])
+        total['out_of_sync_names'] = sorted(total['out_of_sync_names'])[
+            :names]
+        return total
+
+    @property
+    def counts(self):
+        return self.state()['counts']
+
+    def out_of_sync(self):
+        return self.state(names=len(self._owner))['out_of_sync_names']
+
+    def wanted(self):
+        return self.state()['wanted']
+
+    def stop(self):
+        with concurrent.futures.ThreadPoolExecutor(
+                max(1, len(self.children))) as pool:
+            list(pool.map(lambda child: child.stop(), self.children))
+
+
+def serve(spec_file, infile=None, outfile=None):
+    """A simulator process: the hosts of ``spec_file`` (written by
+    :class:`SimHostProcesses`), commanded one JSON line at a time."""
+    from cyborg.common import rpc
+    from cyborg.common import service
+    from cyborg import conf as cyborg_conf
+    with open(spec_file) as f:
+        spec = json.load(f)
+    conf = cyborg_conf.CONF
+    service.prepare_service(['simhosts'], conf, default_config_files=[])
+    rpc.register_opts(conf)
+    conf.set_override('transport_url', spec['transport_url'])
+    conf.set_override('rpc_topic_prefix', spec['rpc_topic_prefix'])
+    conf.set_override('key_dir', spec['key_dir'], group='security')
+    import logging
+    logging.getLogger().setLevel(logging.ERROR)
+    messages = {'messages': 0, 'calls': 0, 'casts': 0}
+    lock = threading.Lock()
+    count_messages(messages, lock)
+    rpc.init(conf, keys.KeyStore(spec['key_dir']))
+    sim = SimHosts(
+        conf, spec['hostnames'], spec['key_dir'],
+        state_dir=spec['state_dir'],
+        heartbeat_interval=spec['heartbeat_interval'],
+        rescan_interval=spec['rescan_interval'],
+        full_rescan_interval=spec['full_rescan_interval'],
+        change_interval=spec['change_interval'], threads=spec['threads'],
+        steady_threads=spec['steady_threads'], seed=spec['seed'],
+        first_index=spec['first_index'])
+    infile = infile or sys.stdin
+    outfile = outfile or sys.stdout
+
+    def reply(value):
+        outfile.write(REPLY + json.dumps(value) + '\n')
+        outfile.flush()
+
+    def state(names=0):
+        answer = sim.state(names)
+        with lock:
+            answer['messages'] = dict(messages)
+        return answer
+
+    def changing(value):
+        sim.changing = value
+    handlers = {
+        'boot': sim.boot, 'start': sim.start, 'changing': changing,
+        'kill': lambda host: sim.kill(host),
+        'last_beat': lambda host: sim.last_beat(host),
+        'reset_delay_max': sim.reset_delay_max, 'state': state}
+    reply('ready')
+    try:
+        for line in infile:
+            command = json.loads(line)
+            op = command.pop('op')
+            if op == 'stop':
+                break
+            if op not in handlers:
+                reply({'error': 'unknown op %r' % op})
+                continue
+            reply(handlers[op](**command))
+    finally:
+        sim.stop()
+        rpc.cleanup()
+
+
+if __name__ == '__main__':
+    # Library output on stdout must not mix with the answers.
+    answers = os.fdopen(os.dup(1), 'w')
+    os.dup2(2, 1)
+    serve(sys.argv[1], sys.stdin, answers)

@@ -1,0 +1,122 @@
+"""``tools/bench/scale``: its figures of the boot cycle and the harness,
+and a small run with the hosts played by two simulator processes."""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import types
+
+import fixtures
+import testtools
+
+from cyborg.tests import services
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
+                                   '..'))
+SCALE = os.path.join(TOP, 'tools', 'bench', 'scale')
+
+
+def load_scale():
+    loader = importlib.machinery.SourceFileLoader('bench_scale_test', SCALE)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+class FiguresTest(testtools.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.scale = load_scale()
+        self.api = self.scale.load_script('api')
+
+    def test_simulator_processes(self):
+        def args(value):
+            return types.SimpleNamespace(sim_processes=value)
+        self.assertEqual(1, self.scale.sim_processes(args(None), 50))
+        self.assertEqual(1, self.scale.sim_processes(args(None), 1000))
+        self.assertEqual(2, self.scale.sim_processes(args(None), 1001))
+        self.assertEqual(5, self.scale.sim_processes(args(None), 5000))
+        self.assertEqual(0, self.scale.sim_processes(args(0), 5000))
+        self.assertEqual(3, self.scale.sim_processes(args(3), 50))
+
+    def test_ports_of_the_range(self):
+        benchlib = self.scale.benchlib
+        self.useFixture(fixtures.EnvironmentVariable(benchlib.PORTS_ENV,
+                                                     '23000-23999'))
+        port = benchlib.free_port()
+        self.assertTrue(23000 <= port <= 23999, port)
+        # A port taken is not given.
+        with socket.socket() as taken:
+            taken.bind(('127.0.0.1', port))
+            taken.listen()
+            self.useFixture(fixtures.EnvironmentVariable(
+                benchlib.PORTS_ENV, '%d-%d' % (port, port)))
+            self.assertRaises(OSError, benchlib.free_port)
+
+    def test_steps_and_slowest(self):
+        # (began, seconds, machine busy cores, runnable threads, cores of
+        # the conductors and the API)
+        cycles = [(100.0, 0.05, 0.5, 2, [0.1, 0, 0.2]),
+                  (101.0, 0.30, 2.0, 9, [0.9, 0, 0.3]),
+                  (102.0, 0.06, 1.0, 3, [0, 0, 0.1])]
+        steps = {name: [0.01, 0.01, 0.01] for name in self.api.STEPS}
+        steps['resolved'] = [0.02, 0.25, 0.03]
+        by_step, slowest = self.scale.boot_steps(self.api, cycles, steps,
+                                                 slowest=2)
+        self.assertEqual({'p50': 30.0, 'p99': 250.0, 'max': 250.0},
+                         by_step['resolved'])
+        self.assertEqual(10.0, by_step['bind']['p99'])
+        self.assertEqual([300.0, 60.0], [s['ms'] for s in slowest])
+        self.assertEqual((1.0, 250.0, 2.0, 9, [0.9, 0, 0.3]), (
+            slowest[0]['at_s'], slowest[0]['resolved'],
+            slowest[0]['machine_busy_cores'], slowest[0]['runnable'],
+            slowest[0]['daemon_cores']))
+
+    def test_boots_split_by_how_busy_the_machine_was(self):
+        cores = os.cpu_count()
+        cycles = [(0, 0.05, 0.1, 1, []), (1, 0.40, cores, 9, []),
+                  (2, 0.07, 0.2, 1, []), (3, 0.30, cores, 7, [])]
+        split = self.scale.boot_by_machine(self.api, cycles)
+        self.assertEqual({'n': 2, 'p50': 300.0, 'p99': 400.0},
+                         split['saturated'])
+        self.assertEqual({'n': 2, 'p50': 50.0, 'p99': 70.0},
+                         split['not_saturated'])
+
+
+class SmallRunTest(testtools.TestCase):
+
+    def test_small_run_with_two_simulator_processes(self):
+        transport = services.require(self, 'rabbit')
+        database = services.require(self, 'mysql')
+        result = subprocess.run(
+            [sys.executable, SCALE, '--hosts', '12', '--minutes', '0.25',
+             '--heartbeat-interval', '2', '--rescan-interval', '3',
+             '--down-timeout', '10', '--liveness-interval', '1',
+             '--sim-processes', '2', '--threads', '4', '--chart', '',
+             '--db-url', database, '--transport-url', transport],
+            capture_output=True, text=True, timeout=500,
+            stdin=subprocess.DEVNULL)
+        self.assertEqual(0, result.returncode, result.stdout + result.stderr)
+        numbers = json.loads(result.stdout.strip().splitlines()[-1])
+        self.assertEqual((12, 2), (numbers['hosts'],
+                                   numbers['sim_processes']))
+        self.assertEqual(0, numbers['lost_hosts'])
+        self.assertEqual(0, numbers['sim_errors'])
+        self.assertIsNotNone(numbers['down_detected_s'])
+        # The simulator processes' CPU and heartbeats are theirs, not
+        # this process's (which plays Nova) nor the daemons'.
+        self.assertGreater(numbers['sim_cores'], 0)
+        self.assertGreater(numbers['sim_steady_counts']['heartbeats'], 0)
+        self.assertIn('late', numbers['sim_steady_counts'])
+        self.assertGreater(numbers['rabbit_messages_per_s'], 0)
+        self.assertGreater(numbers['boot_cycles'], 0)
+        self.assertEqual(set(('profile', 'create', 'bind', 'resolved',
+                              'event', 'delete')),
+                         set(numbers['boot_steps_ms']))
+        self.assertTrue(numbers['boot_slowest'])
