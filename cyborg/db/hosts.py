@@ -139,25 +139,26 @@ HEARTBEAT_CHUNK = 1000
 
 def record_heartbeats(context, heard):
     """Refresh the last-seen time of the hosts of ``heard`` ({hostname:
-    when heard}) that are up: hosts heard in the same second are moved
-    on to that second (each host to the time it was heard, to the
-    second; never to a later one, so that a heartbeat signed long ago and
-    replayed now cannot make a host look alive), never back; one UPDATE
-    per second and HEARTBEAT_CHUNK hosts, each its own transaction (two
-    conductors' chunks never wait for each other in turn). Returns the
-    hostnames it did not refresh, down or unknown (one SELECT more, only
-    when there are some); the caller handles each as a heartbeat of its
-    own (``record_heartbeat``)."""
+    when heard}) that are up, never back: the hosts heard within the
+    same second are moved on to the newest time heard among them, so
+    that each host is written less than a second after it was heard (a
+    heartbeat signed long ago and replayed now cannot make its host look
+    alive); one UPDATE per second and HEARTBEAT_CHUNK hosts, each its own
+    transaction (two conductors' chunks never wait for each other in
+    turn). Returns the hostnames it did not refresh, down or unknown (one
+    SELECT more, only when there are some); the caller handles each as a
+    heartbeat of its own (``record_heartbeat``)."""
     by_second = {}
-    for hostname, when in heard.items():
-        by_second.setdefault(when.replace(microsecond=0), []).append(
-            hostname)
+    for hostname in heard:
+        by_second.setdefault(heard[hostname].replace(microsecond=0),
+                             []).append(hostname)
     refreshed = 0
-    for when, hostnames in sorted(by_second.items()):
+    for _second, hostnames in sorted(by_second.items()):
         hostnames.sort()
         for start in range(0, len(hostnames), HEARTBEAT_CHUNK):
-            refreshed += _refresh(
-                context, hostnames[start:start + HEARTBEAT_CHUNK], when)
+            chunk = hostnames[start:start + HEARTBEAT_CHUNK]
+            refreshed += _refresh(context, chunk,
+                                  max(heard[h] for h in chunk))
     if refreshed == len(heard):
         return []
     return sorted(set(heard) - set(_up_of(context, list(heard))))

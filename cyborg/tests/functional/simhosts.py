@@ -266,7 +266,11 @@ class SimHosts:
         self.conductor = conductor or conductor_rpcapi.ConductorAPI()
         for hostname in hostnames:
             keys.create(key_dir, keys.host_identity(hostname))
-        self.variants = [Variant(conf, state_dir, *v) for v in variants]
+        # Each simulator (several processes may share ``state_dir``) lays
+        # out the variants' captured trees in a directory of its own.
+        variant_dir = os.path.join(state_dir, 'variants-%d' % first_index)
+        os.makedirs(variant_dir, exist_ok=True)
+        self.variants = [Variant(conf, variant_dir, *v) for v in variants]
         self.hosts = {}
         for index, hostname in enumerate(hostnames):
             self.hosts[hostname] = SimHost(

@@ -204,6 +204,8 @@ class _HelloTests:
         self.assertEqual(early.replace(microsecond=0),
                          self.host_row('early')[0].last_seen_at.replace(
                              microsecond=0))
+        self.assertLess(self.host_row('early')[0].last_seen_at,
+                        early + datetime.timedelta(seconds=1))
         self.assertEqual(late, self.host_row('late')[0].last_seen_at.replace(
             microsecond=0))
 
