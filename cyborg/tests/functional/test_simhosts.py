@@ -150,6 +150,15 @@ class SimHostsTest(base.TestCase):
         self.assertEqual(1, sim.state()['counts']['delayed'])
 
 
+    def test_a_late_task_does_not_catch_up(self):
+        # On time: an interval on.
+        self.assertEqual(110, simhosts.next_due(100, 10, 105))
+        # Behind by several intervals: an interval from now, not "now"
+        # (which ran the task back to back until it caught up).
+        self.assertEqual(165, simhosts.next_due(100, 10, 155))
+        self.assertEqual(120, simhosts.next_due(100, 10, 110))
+
+
 class SimHostProcessesTest(test_daemons._Daemons, base.TestCase):
     """Hosts played by two processes, on a conductor process, RabbitMQ,
     MariaDB and the real Placement."""
