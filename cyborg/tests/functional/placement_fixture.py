@@ -83,7 +83,13 @@ class Placement(fixtures.Fixture):
         self.conf = conf
 
     def _setUp(self):
-        self.endpoint, self._recorder = _service()
+        endpoint, self._recorder = _service()
+        self.point_at(endpoint)
+        self._mark = len(self._recorder.requests)
+
+    def point_at(self, endpoint):
+        """Point ``conf``'s [placement] (and ``client``) at ``endpoint``."""
+        self.endpoint = endpoint
         self.conf.register_opts(
             ks_loading.get_auth_plugin_conf_options('admin_token'),
             group='placement')
@@ -91,7 +97,6 @@ class Placement(fixtures.Fixture):
         self.conf.set_override('token', 'admin', group='placement')
         self.conf.set_override('endpoint', self.endpoint, group='placement')
         self.client = placement_client.connect(self.conf)
-        self._mark = len(self._recorder.requests)
 
     def requests(self, query=False):
         """Requests Placement received since the last call (or setUp), as

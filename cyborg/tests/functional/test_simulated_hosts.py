@@ -7,15 +7,12 @@ other carries on. ``tools/bench/scale`` runs the same at thousands of
 hosts."""
 
 import os
-import socket
 import sys
 import uuid
 
 import fixtures
-from keystoneauth1 import loading as ks_loading
 import sqlalchemy as sa
 
-from cyborg.common.clients import placement as placement_client
 from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.db import api as db_api
@@ -49,18 +46,6 @@ threading.Event().wait()
 '''
 
 
-def _free_port(low=21000, high=21999):
-    """A port of the range our own servers may use, free now."""
-    for port in range(low + uuid.uuid4().int % 500, high):
-        with socket.socket() as probe:
-            try:
-                probe.bind(('127.0.0.1', port))
-            except OSError:
-                continue
-        return port
-    raise AssertionError('no free port in %d-%d' % (low, high))
-
-
 class SeparatePlacement(placement_fixture.Placement):
     """The real Placement in a process of its own, on a MariaDB database
     of its own, as deployed: the shared test Placement serves from the
@@ -89,22 +74,15 @@ class SeparatePlacement(placement_fixture.Placement):
         self.addCleanup(drop)
         url = cyborg_fixtures._database_url(server_url, name)
         state_dir = self.useFixture(fixtures.TempDir()).path
-        port = _free_port()
+        port = daemons.free_port()
         server = daemons.Daemon(
             self, 'placement', [state_dir, url.render_as_string(
                 hide_password=False), str(port)],
             os.path.join(state_dir, 'placement.log'),
             command=[sys.executable, '-c', PLACEMENT_SERVER])
-        self.endpoint = 'http://127.0.0.1:%d' % port
-        daemons.wait_for_http(self.endpoint + '/', timeout=SETTLE,
-                              daemon=server)
-        self.conf.register_opts(
-            ks_loading.get_auth_plugin_conf_options('admin_token'),
-            group='placement')
-        self.conf.set_override('auth_type', 'admin_token', group='placement')
-        self.conf.set_override('token', 'admin', group='placement')
-        self.conf.set_override('endpoint', self.endpoint, group='placement')
-        self.client = placement_client.connect(self.conf)
+        endpoint = 'http://127.0.0.1:%d' % port
+        daemons.wait_for_http(endpoint + '/', timeout=SETTLE, daemon=server)
+        self.point_at(endpoint)
 
 
 class TwoConductorsSteadyStateTest(test_daemons._Daemons, base.TestCase):
