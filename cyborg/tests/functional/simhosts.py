@@ -182,6 +182,9 @@ class SimHost:
         self.last_beat = None
         #: Slots of the cards the trickle added.
         self.extra = set()
+        #: Names of its tasks waiting in a pool to run: as an agent's
+        #: periodic task, a host has at most one of each waiting.
+        self.queued = set()
         #: Bumped with each change: the rescan's "sysfs fingerprint".
         self.generation = 0
         self._base = None
@@ -299,10 +302,12 @@ class SimHosts:
             steady_threads or 4 * threads, thread_name_prefix='simhello')
         #: ``late``: heartbeats skipped, the one before still running;
         #: ``delayed``: heartbeats that began DELAYED_S or more after
-        #: they were due (the pool or the CPU behind).
+        #: they were due (the pool or the CPU behind); ``coalesced``:
+        #: tasks not queued because the host's last one still waited in
+        #: a pool.
         self.counts = {'heartbeats': 0, 'rescans': 0, 'changes': 0,
                        'errors': 0, 'late': 0, 'delayed': 0,
-                       'late_rescans': 0}
+                       'late_rescans': 0, 'coalesced': 0}
         #: The longest a heartbeat began after it was due (seconds).
         self.delay_max = 0.0
         self._lock = threading.Lock()
@@ -441,11 +446,32 @@ class SimHosts:
                                                time.monotonic()),
                                       next(self._order), interval, task,
                                       host))
-            if host is None or host.alive:
+            if host is None:
+                self.pool.submit(task, host, due)
+            elif host.alive and self._queue(task, host):
                 pool = self.pool
                 if task == self._heartbeat and host.waits():
                     pool = self.hello_pool
-                pool.submit(task, host, due)
+                pool.submit(self._dequeued, task, host, due)
+
+    def _queue(self, task, host):
+        # A host's task still waiting in a pool (the pools behind, as in
+        # a storm) takes the place of this one: an agent's periodic task
+        # that overran runs once, not once per missed interval. Queuing
+        # every interval left a backlog the steady state sent back to
+        # back (1,265 messages a second at 5,000 hosts where 500 were
+        # due).
+        with self._lock:
+            if task.__name__ in host.queued:
+                self.counts['coalesced'] += 1
+                return False
+            host.queued.add(task.__name__)
+            return True
+
+    def _dequeued(self, task, host, due):
+        with self._lock:
+            host.queued.discard(task.__name__)
+        task(host, due)
 
     def kill(self, hostname):
         """The host goes silent, as one that crashed."""

@@ -149,6 +149,28 @@ class SimHostsTest(base.TestCase):
         self.assertEqual(0.0, sim.state()['delay_max_s'])
         self.assertEqual(1, sim.state()['counts']['delayed'])
 
+    def test_a_host_has_one_heartbeat_queued_at_most(self):
+        # Two hosts whose hellos wait, on a hello pool of one thread: one
+        # hello runs, and each host has at most one more heartbeat
+        # waiting in the pool however many intervals go by, as an agent
+        # whose periodic task overran.
+        conductor = _Stuck()
+        sim = simhosts.SimHosts(
+            self.conf, ['h-0', 'h-1'], self.key_dir, state_dir=self.tmp,
+            conductor=conductor, heartbeat_interval=0.02,
+            rescan_interval=3600, change_interval=0, steady_threads=1)
+        self.addCleanup(sim.stop)
+        self.addCleanup(conductor.release.set)
+        sim.start()
+        wait_for(lambda: sim.state()['counts']['coalesced'] >= 20,
+                 timeout=SETTLE)
+        self.assertLessEqual(sim.hello_pool._work_queue.qsize(), 2)
+        self.assertEqual({'_heartbeat'}, sim.hosts['h-1'].queued)
+        # Answered: what waited runs, and the scheduler queues again.
+        conductor.release.set()
+        wait_for(lambda: sim.state()['counts']['heartbeats'] >= 10,
+                 timeout=SETTLE)
+        self.assertLessEqual(sim.hello_pool._work_queue.qsize(), 2)
 
     def test_a_late_task_does_not_catch_up(self):
         # On time: an interval on.
