@@ -1,5 +1,9 @@
 """The policy enforcer and the base rules."""
 
+import json
+import os
+
+import fixtures
 from oslo_policy import policy as oslo_policy
 
 from cyborg.common import context
@@ -106,3 +110,31 @@ class PolicyTest(base.TestCase):
         self.assertIsInstance(enforcer, oslo_policy.Enforcer)
         self.assertIs(enforcer, policy.init())
         self.assertTrue(BASE_RULES <= set(enforcer.registered_rules))
+
+    def test_policy_file_looked_at_every_interval_not_every_request(self):
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'policy.yaml')
+        now = [100.0]
+        enforcer = policy._Enforcer(self.conf, clock=lambda: now[0],
+                                    policy_file=path)
+        enforcer.register_defaults(policies.list_rules())
+        found = []
+        real = enforcer._get_policy_path
+        enforcer._get_policy_path = lambda p: found.append(p) or real(p)
+
+        def allowed():
+            return enforcer.authorize('admin_api', {}, ctx(['member']))
+        self.assertFalse(allowed())
+        looks = len(found)
+        self.assertGreater(looks, 0)
+        with open(path, 'w') as f:
+            json.dump({'admin_api': '@'}, f)
+        # Within the interval: the files are not looked at again.
+        now[0] += policy.CHECK_INTERVAL / 2
+        for _ in range(5):
+            self.assertFalse(allowed())
+        self.assertEqual(looks, len(found))
+        # Then the change is read.
+        now[0] += policy.CHECK_INTERVAL
+        self.assertTrue(allowed())
+        self.assertIsInstance(policy.init(), policy._Enforcer)
