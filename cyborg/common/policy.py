@@ -6,8 +6,8 @@ Controllers call ``authorize(rule, target, context)``; a denial is
 policy_file``, which the Enforcer reloads when it changes: it looks for a
 change at most once every ``CHECK_INTERVAL`` seconds, not at every
 request (oslo.policy searches the config directories for the file and
-its ``policy_dirs`` on each check, a sixth of the API's CPU for a
-request that reads one row).
+its ``policy_dirs`` on each check: 6 % of the API process's CPU in
+Nova's boot cycle).
 """
 
 import threading
