@@ -56,6 +56,17 @@ PORT_RANGE = (27000, 27999)
 
 # How long a node may take to start or join (seconds).
 START_TIMEOUT = 120
+# How long a node may take to apply the creation of a database and its
+# tables on another node (seconds); far more than it ever takes.
+APPLY_TIMEOUT = 60
+
+# The queries of Node.tables: plain SELECTs, which a causal read waits
+# before (wsrep_sync_wait bit 1). SHOW DATABASES and SHOW TABLES would not
+# wait: SHOW statements wait only under bit 8.
+_SCHEMA = sa.text('SELECT schema_name FROM information_schema.schemata '
+                  'WHERE schema_name = :database')
+_TABLES = sa.text('SELECT table_name FROM information_schema.tables '
+                  'WHERE table_schema = :database')
 
 
 def missing():
@@ -196,6 +207,51 @@ class Node:
         finally:
             engine.dispose()
 
+    def state(self):
+        """The node's membership and state, for error messages."""
+        return ', '.join(
+            '%s=%s' % (name, self.status(name))
+            for name in ('wsrep_cluster_status', 'wsrep_local_state_comment',
+                         'wsrep_cluster_size', 'wsrep_ready'))
+
+    def tables(self, database):
+        """The names of the tables of ``database`` on this node, a set;
+        None if the node has no such database. A causal read: it waits
+        until the node applied every write committed in the cluster
+        before it, the creation of databases and tables on other nodes
+        included."""
+        engine = sa.create_engine(self.url(), poolclass=sa.pool.NullPool)
+        try:
+            with engine.connect() as connection:
+                connection.execute(sa.text('SET SESSION wsrep_sync_wait = 1'))
+                params = {'database': database}
+                if connection.execute(_SCHEMA, params).first() is None:
+                    return None
+                return {row[0] for row in connection.execute(_TABLES, params)}
+        finally:
+            engine.dispose()
+
+    def wait_tables(self, database, expected, timeout=APPLY_TIMEOUT):
+        """Wait until ``tables(database)`` is ``expected``; fail naming
+        the node's wsrep state (a node out of the primary component
+        applies nothing) if it is not within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                seen = self.tables(database)
+            except sa.exc.DBAPIError as e:
+                seen = 'unknown (%s)' % e.orig
+            if seen == expected:
+                return
+            if time.monotonic() >= deadline or not self.running():
+                break
+            time.sleep(0.2)
+        raise RuntimeError(
+            'galera node%d did not apply database %s in %ss: its tables '
+            'are %s, not %s; %s; running: %s\n%s'
+            % (self.index, database, timeout, seen, expected, self.state(),
+               self.running(), self.log_tail()))
+
     def wait_synced(self, size, timeout=START_TIMEOUT):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -259,22 +315,27 @@ class Cluster(fixtures.Fixture):
             node.wait_synced(size)
 
     def create_database(self):
-        """A new empty database (on every node); its name."""
+        """A new empty database, on every node once this returns; its
+        name."""
         name = 'cyborg_test_%s' % uuid.uuid4().hex[:12]
         engine = sa.create_engine(self.nodes[0].url(),
                                   poolclass=sa.pool.NullPool)
         with engine.connect() as connection:
             connection.execute(sa.text('CREATE DATABASE %s' % name))
         engine.dispose()
-        # The other nodes apply it a moment later: a causal read on
-        # each waits until they did.
-        for node in self.nodes[1:]:
-            engine = sa.create_engine(node.url(), poolclass=sa.pool.NullPool)
-            with engine.connect() as connection:
-                connection.execute(sa.text('SET SESSION wsrep_sync_wait = 1'))
-                connection.execute(sa.text('SHOW DATABASES'))
-            engine.dispose()
+        self.wait_replicated(name)
         return name
+
+    def wait_replicated(self, database):
+        """Wait until every node has ``database`` with the tables the
+        first node has. A DDL statement returns once the node that ran it
+        applied it; the others apply it a moment later, and a connection
+        to a database they lack yet fails (not retried by oslo.db), as
+        does an INSERT into a table they lack (inserts are no causal
+        reads under wsrep_sync_wait = 1)."""
+        expected = self.nodes[0].tables(database)
+        for node in self.nodes[1:]:
+            node.wait_tables(database, expected)
 
 
 _ROUTE = threading.local()
@@ -334,19 +395,21 @@ class _RoutedFactory(enginefacade._TestTransactionFactory):
 
 class Database(fixtures.Fixture):
     """A fresh database on ``cluster``, cyborg's engine pointing at every
-    node of it (see ``on_node``); schema from the models. ``engines`` is
-    one engine per node."""
+    node of it (see ``on_node``); schema from the models, on every node
+    once set up. ``name`` is the database's name, ``engines`` one engine
+    per node."""
 
     def __init__(self, cluster, sync_wait=1):
         super().__init__()
         self.cluster = cluster
         self.sync_wait = sync_wait
         self.engines = []
+        self.name = None
 
     def _setUp(self):
         self.useFixture(fixtures.MonkeyPatch(
             'cyborg.db.api._LAST_UNAVAILABLE', [None]))
-        name = self.cluster.create_database()
+        self.name = name = self.cluster.create_database()
         for node in self.cluster.nodes:
             # Causal reads, as a deployment that spreads conductors over
             # nodes sets (doc/source/admin/galera.rst): a read waits until
@@ -360,6 +423,7 @@ class Database(fixtures.Fixture):
         self.engine = self.engines[0]
         models.Base.metadata.create_all(self.engine)
         migration.stamp('head', engine=self.engine)
+        self.cluster.wait_replicated(name)
         manager = db_api.context_manager
         existing = manager._factory
         if not existing._started:

@@ -8,6 +8,7 @@ nothing twice."""
 
 import collections
 import concurrent.futures
+import threading
 import uuid as uuidlib
 
 import fixtures
@@ -121,6 +122,57 @@ class CertificationTest(GaleraTestCase):
         self.assertGreaterEqual(self.deadlocks.counts[0], 1)
         host, _drivers = db_hosts.get_by_hostname(self.ctx, 'retry-host')
         self.assertEqual('2', host.version)
+
+
+class ReplicatedSchemaTest(GaleraTestCase):
+    """A test gets its database once every node has applied it."""
+
+    def test_every_node_has_the_database_and_its_tables_at_once(self):
+        expected = set(models.Base.metadata.tables) | {'alembic_version'}
+        for node in self.cluster.nodes:
+            engine = sa.create_engine(node.url(self.db.name),
+                                      poolclass=sa.pool.NullPool)
+            self.addCleanup(engine.dispose)
+            with engine.connect() as connection:
+                # No causal wait: what the node has applied by now.
+                connection.execute(sa.text('SET SESSION wsrep_sync_wait = 0'))
+                tables = {row[0] for row in
+                          connection.execute(sa.text('SHOW TABLES'))}
+            self.assertEqual(expected, tables, 'node%d' % node.index)
+
+    def test_a_node_late_to_apply_a_new_database_is_waited_for(self):
+        # FLUSH TABLES WITH READ LOCK desyncs node 2 and pauses its
+        # applier until the lock goes: node 2 creates the next database
+        # only then, a second after node 0 did.
+        node = self.cluster.nodes[2]
+        engine = sa.create_engine(node.url(), poolclass=sa.pool.NullPool)
+        self.addCleanup(engine.dispose)
+        lock = engine.connect()
+        self.addCleanup(lock.close)
+        lock.execute(sa.text('FLUSH TABLES WITH READ LOCK'))
+        self.assertEqual('Donor/Desynced',
+                         node.status('wsrep_local_state_comment'))
+        release = threading.Timer(1, lock.close)
+        self.addCleanup(release.cancel)
+        release.start()
+        name = self.cluster.create_database()
+        with engine.connect() as connection:
+            connection.execute(sa.text('SET SESSION wsrep_sync_wait = 0'))
+            found = connection.execute(
+                sa.text('SHOW DATABASES LIKE :name'), {'name': name}).all()
+        self.assertEqual([(name,)], found)
+
+    def test_a_database_a_node_never_applies_names_the_node_and_state(self):
+        node = self.cluster.nodes[2]
+        error = self.assertRaises(
+            RuntimeError, node.wait_tables, 'cyborg_test_never', set(),
+            timeout=0)
+        message = str(error)
+        self.assertIn('galera node2 did not apply database cyborg_test_never',
+                      message)
+        self.assertIn('its tables are None, not set()', message)
+        self.assertIn('wsrep_cluster_status=Primary', message)
+        self.assertIn('wsrep_local_state_comment=Synced', message)
 
 
 class ConcurrentBindTest(GaleraTestCase):
