@@ -420,13 +420,20 @@ def accept_host(connection, hostname):
     host) be applied even where they differ from what was adopted. The
     names of the hosts accepted."""
     hosts = models.Base.metadata.tables['hosts']
-    query = sa.select(hosts.c.hostname).where(hosts.c.adopted.is_(True))
+    waiting = hosts.c.adopted.is_(True)
     if hostname is not None:
-        query = query.where(hosts.c.hostname == hostname)
-    names = [row[0] for row in connection.execute(query)]
+        waiting = sa.and_(waiting, hosts.c.hostname == hostname)
+    accept = sa.update(hosts).where(waiting).values(adopted=False)
+    if connection.dialect.update_returning:
+        # One statement: on SQLite a read before the write fails the
+        # write at once ("database is locked") when another writer (a
+        # running conductor) commits in between.
+        return sorted(row[0] for row in connection.execute(
+            accept.returning(hosts.c.hostname)))
+    names = sorted(row[0] for row in connection.execute(
+        sa.select(hosts.c.hostname).where(waiting)))
     if names:
-        connection.execute(sa.update(hosts).where(
-            hosts.c.hostname.in_(names)).values(adopted=False))
+        connection.execute(accept.where(hosts.c.hostname.in_(names)))
     return names
 
 

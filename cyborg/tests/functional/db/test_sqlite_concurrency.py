@@ -143,6 +143,16 @@ class SQLiteAdoptionTest(base.TestCase):
                                      self.count('adoptions'),
                                      self.count('conductor_leases')))
 
+    def test_accepting_a_host_holds_off_other_writers(self):
+        adopt.apply(self.db.engine, self.plan)
+        interloper = Interloper(self, self.db.engine)
+        with self.db.engine.begin() as connection:
+            self.assertEqual(['compute-a'],
+                             adopt.accept_host(connection, None))
+        self.assertEqual('database is locked', interloper.outcome)
+        with self.db.engine.begin() as connection:
+            self.assertEqual([], adopt.accept_host(connection, None))
+
     def test_a_refused_adoption_leaves_no_record(self):
         adopt.apply(self.db.engine, self.plan)
         self.assertRaisesRegex(adopt.AdoptError, 'not empty', adopt.apply,
