@@ -362,7 +362,20 @@ def apply(engine, the_plan, force=False):
     transaction. Refuses a database holding rows already unless
     ``force``, which deletes them first in that same transaction, so a
     run that failed, or one to do again, leaves the database as before."""
+    tables = models.Base.metadata.tables
     with engine.begin() as connection:
+        # Written first, so that on SQLite the transaction takes the
+        # write lock before it reads, waiting (busy timeout) while
+        # another writer holds it. Had it read first, a write committed
+        # meanwhile (a running conductor renews its lease every few
+        # seconds) would fail its first INSERT at once with "database is
+        # locked", whatever the busy timeout. A refused run rolls it back.
+        connection.execute(sa.insert(tables['adoptions']), [{
+            'source_revision': the_plan.revision,
+            'source_release': the_plan.release,
+            'counts': json.dumps(the_plan.counts(), sort_keys=True),
+            'rejected': len(the_plan.rejected),
+            'created_at': timeutils.utcnow()}])
         counts = {name: n for name, n in target_counts(connection).items()
                   if n}
         if counts and not force:
@@ -372,16 +385,9 @@ def apply(engine, the_plan, force=False):
                 % ', '.join('%s %d' % item for item in sorted(counts.items())))
         if counts:
             _empty(connection)
-        tables = models.Base.metadata.tables
         for name, rows in the_plan.rows.items():
             if rows:
                 connection.execute(sa.insert(tables[name]), rows)
-        connection.execute(sa.insert(tables['adoptions']), [{
-            'source_revision': the_plan.revision,
-            'source_release': the_plan.release,
-            'counts': json.dumps(the_plan.counts(), sort_keys=True),
-            'rejected': len(the_plan.rejected),
-            'created_at': timeutils.utcnow()}])
         if connection.dialect.name == 'postgresql':
             _advance_sequences(connection, list(the_plan.rows) +
                                ['adoptions'])
@@ -414,13 +420,20 @@ def accept_host(connection, hostname):
     host) be applied even where they differ from what was adopted. The
     names of the hosts accepted."""
     hosts = models.Base.metadata.tables['hosts']
-    query = sa.select(hosts.c.hostname).where(hosts.c.adopted.is_(True))
+    waiting = hosts.c.adopted.is_(True)
     if hostname is not None:
-        query = query.where(hosts.c.hostname == hostname)
-    names = [row[0] for row in connection.execute(query)]
+        waiting = sa.and_(waiting, hosts.c.hostname == hostname)
+    accept = sa.update(hosts).where(waiting).values(adopted=False)
+    if connection.dialect.update_returning:
+        # One statement: on SQLite a read before the write fails the
+        # write at once ("database is locked") when another writer (a
+        # running conductor) commits in between.
+        return sorted(row[0] for row in connection.execute(
+            accept.returning(hosts.c.hostname)))
+    names = sorted(row[0] for row in connection.execute(
+        sa.select(hosts.c.hostname).where(waiting)))
     if names:
-        connection.execute(sa.update(hosts).where(
-            hosts.c.hostname.in_(names)).values(adopted=False))
+        connection.execute(accept.where(hosts.c.hostname.in_(names)))
     return names
 
 

@@ -4,16 +4,20 @@ other, not fail with "database is locked"; readers run meanwhile."""
 
 import concurrent.futures
 import os
+import sqlite3
 
 import fixtures
 from oslo_db.sqlalchemy import engines
+import sqlalchemy as sa
 
 from cyborg.common import context as cyborg_context
+from cyborg.db import adopt
 from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.unit import test_adopt
 
 THREADS = 8
 ROUNDS = 15
@@ -81,3 +85,76 @@ class SQLiteLogKeptTest(base.TestCase):
         self.addCleanup(engine.dispose)
         db_api.keep_sqlite_open(engine)
         self.assertNotIn(engine, db_api._SQLITE_KEEPERS)
+
+
+class Interloper:
+    """Another writer on the SQLite database of ``engine`` (a running
+    conductor renewing its lease) that, right after the first statement
+    of the next transaction there (BEGIN aside), tries to write and
+    commit without waiting. ``outcome``: 'committed', or SQLite's error."""
+
+    def __init__(self, test, engine):
+        self.path = engine.url.database
+        self.outcome = None
+        sa.event.listen(engine, 'after_cursor_execute', self._write)
+        test.addCleanup(sa.event.remove, engine, 'after_cursor_execute',
+                        self._write)
+
+    def _write(self, _conn, _cursor, statement, *_args):
+        if self.outcome is not None or statement.strip().upper() == 'BEGIN':
+            return
+        other = sqlite3.connect(self.path, timeout=0, isolation_level=None)
+        try:
+            other.execute('BEGIN IMMEDIATE')
+            other.execute("INSERT INTO conductor_leases (name, holder, "
+                          "expires_at) VALUES ('periodic', 'conductor-2', "
+                          "'2026-11-27 00:00:00')")
+            other.execute('COMMIT')
+            self.outcome = 'committed'
+        except sqlite3.OperationalError as e:
+            self.outcome = str(e)
+        finally:
+            other.close()
+
+
+class SQLiteAdoptionTest(base.TestCase):
+    """``cyborg-dbsync adopt`` and ``adopt_accept`` next to a running
+    all-in-one: their transaction holds SQLite's write lock from its
+    first statement, so another writer waits for it. One that read first
+    would fail at its first write ("database is locked", at once,
+    whatever the busy timeout) had a conductor committed in between."""
+
+    def setUp(self):
+        super().setUp()
+        self.db = self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
+        self.plan = adopt.plan(test_adopt.HEAD, test_adopt._source(),
+                               now=test_adopt.NOW)
+
+    def count(self, table):
+        with self.db.engine.connect() as connection:
+            return connection.execute(sa.select(sa.func.count()).select_from(
+                models.Base.metadata.tables[table])).scalar()
+
+    def test_adopt_holds_off_other_writers(self):
+        interloper = Interloper(self, self.db.engine)
+        adopt.apply(self.db.engine, self.plan)
+        self.assertEqual('database is locked', interloper.outcome)
+        self.assertEqual((1, 1, 0), (self.count('devices'),
+                                     self.count('adoptions'),
+                                     self.count('conductor_leases')))
+
+    def test_accepting_a_host_holds_off_other_writers(self):
+        adopt.apply(self.db.engine, self.plan)
+        interloper = Interloper(self, self.db.engine)
+        with self.db.engine.begin() as connection:
+            self.assertEqual(['compute-a'],
+                             adopt.accept_host(connection, None))
+        self.assertEqual('database is locked', interloper.outcome)
+        with self.db.engine.begin() as connection:
+            self.assertEqual([], adopt.accept_host(connection, None))
+
+    def test_a_refused_adoption_leaves_no_record(self):
+        adopt.apply(self.db.engine, self.plan)
+        self.assertRaisesRegex(adopt.AdoptError, 'not empty', adopt.apply,
+                               self.db.engine, self.plan)
+        self.assertEqual(1, self.count('adoptions'))
