@@ -120,6 +120,16 @@ def machine_busy_seconds():
     return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
 
 
+def machine_steal_seconds():
+    """CPU seconds the hypervisor gave this virtual machine's cores to
+    others while they had work (``steal`` of /proc/stat, all cores):
+    counted in :func:`machine_busy_seconds`, but no process of this
+    machine ran then."""
+    with open('/proc/stat') as f:
+        fields = [int(x) for x in f.readline().split()[1:]]
+    return (fields[7] if len(fields) > 7 else 0) / os.sysconf('SC_CLK_TCK')
+
+
 def runnable():
     """Threads runnable on the machine now (``procs_running`` of
     /proc/stat; the reader is one of them)."""

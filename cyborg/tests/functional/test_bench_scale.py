@@ -125,3 +125,4 @@ class SmallRunTest(testtools.TestCase):
         self.assertEqual(19, numbers['sim_nice'])
         self.assertEqual({'collections', 'longest_ms'},
                          set(numbers['harness_gc']))
+        self.assertGreaterEqual(numbers['machine_steal_cores'], 0)
