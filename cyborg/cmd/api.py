@@ -9,6 +9,7 @@ import sys
 from cyborg.api import server
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
+from cyborg.db import api as db_api
 
 CONF = cyborg_conf.CONF
 
@@ -20,6 +21,9 @@ DESCRIPTION = ("Run cyborg's REST API (v2, and the v1 view) on [api] host_ip "
 
 def main():
     service.prepare_service(sys.argv, prog=PROG, description=DESCRIPTION)
+    # The API reads the database: its engines as the conductor's (utf8mb4,
+    # pings only after idle). Each worker starts its own.
+    db_api.configure(CONF)
     workers = CONF.api.api_workers or server.default_workers()
     api = server.APIService(CONF, workers=workers)
     if workers == 1:

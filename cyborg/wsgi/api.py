@@ -14,6 +14,7 @@ from cyborg.api import app as api_app
 from cyborg.common import rpc
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
+from cyborg.db import api as db_api
 
 CONF = cyborg_conf.CONF
 CONFIG_FILE_ENV = 'CYBORG_CONFIG_FILE'
@@ -34,6 +35,7 @@ def init_application():
     service.prepare_service(['cyborg-wsgi-api'],
                             default_config_files=config_files())
     CONF.log_opt_values(LOG, logging.DEBUG)
+    db_api.configure(CONF)
     rpc.init(CONF)
     return api_app.setup_app(CONF)
 

@@ -1,6 +1,7 @@
 """cyborg-conductor and cyborg-agent as separate processes on RabbitMQ and
 a real database, the way a deployment runs them."""
 
+import json
 import os
 import time
 
@@ -8,13 +9,16 @@ import fixtures
 from keystoneauth1 import session as ks_session
 from keystoneauth1 import token_endpoint
 import openstack
+from oslo_utils import timeutils
 from oslo_utils import uuidutils
 import requests
+import sqlalchemy as sa
 
 from cyborg.common import context
 from cyborg.common import keys
 from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import hosts as db_hosts
+from cyborg.db import models
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests import services
@@ -107,6 +111,46 @@ class DaemonsMySQLTest(_LivenessTests, base.TestCase):
 
 class DaemonsPostgreSQLTest(_LivenessTests, base.TestCase):
     backend = 'postgresql'
+
+
+class APIOnMariaDBTest(_Daemons, base.TestCase):
+    """cyborg-api's own connections to the database are set up as the
+    conductor's (``db_api.configure``): utf8mb4, pings only after idle."""
+
+    backend = 'mysql'
+
+    def config(self, name, host, **sections):
+        sections.setdefault('api', {'host_ip': '127.0.0.1',
+                                    'port': self.api_port,
+                                    'api_workers': 1})
+        sections.setdefault('DEFAULT', {}).update(auth_strategy='noauth')
+        # As operators write it: no charset in the URL.
+        sections.setdefault('database', {
+            'connection': sa.engine.make_url(self.db.url)
+            .difference_update_query(['charset'])
+            .render_as_string(hide_password=False)})
+        return super().config(name, host, **sections)
+
+    def test_four_byte_characters_read_back_as_written(self):
+        # Written as the conductor writes (utf8mb4); over a utf8 (three
+        # byte) connection MariaDB would answer "?" for the rocket.
+        description = 'for \U0001F680 workloads'
+        with self.db.engine.begin() as connection:
+            connection.execute(models.DeviceProfile.__table__.insert().values(
+                uuid=uuidutils.generate_uuid(), name='rocket',
+                profile_json=json.dumps(
+                    {'groups': [{'resources:FPGA': '1'}]}),
+                description=description, created_at=timeutils.utcnow()))
+        self.api_port = daemons.free_port()
+        base_url = 'http://127.0.0.1:%d' % self.api_port
+        api = self.start('api', 'api-1')
+        daemons.wait_for_http(base_url + '/v2', daemon=api)
+        response = requests.get(
+            base_url + '/v2/device_profiles?name=rocket', timeout=30,
+            headers={'X-Auth-Token': 'admin'})
+        self.assertEqual(200, response.status_code, response.text)
+        [profile] = response.json()['device_profiles']
+        self.assertEqual(description, profile['description'])
 
 
 class NovaStack(_Daemons):

@@ -364,6 +364,8 @@ class WSGIModuleTest(base.TestCase):
                 '.body\n'
                 'r = webob.Request.blank("/v2").get_response(api.application)'
                 '\n'
+                'from cyborg.db import api as db_api\n'
+                'print("database configured:", bool(db_api._CONFIGURED))\n'
                 'print(r.status_int, r.json["links"][0]["href"])\n')
         env = dict(os.environ, CYBORG_CONFIG_FILE=config)
         result = subprocess.run([sys.executable, '-c', code], env=env,
@@ -371,6 +373,8 @@ class WSGIModuleTest(base.TestCase):
                                 timeout=START_TIMEOUT, check=True)
         self.assertEqual('200 http://api.test/acc/v2/',
                          result.stdout.strip().splitlines()[-1])
+        # Its database engines are set up as the conductor's.
+        self.assertIn('database configured: True', result.stdout)
         # The access log is part of the application.
         self.assertIn('"GET /v2/x HTTP/1.0" status: 404 len: ',
                       result.stdout + result.stderr)
