@@ -111,13 +111,21 @@ def trees_cpu_seconds(pids):
     return sum(stats[p][1] for pid in pids for p in process_tree(pid, stats))
 
 
+def _machine_seconds():
+    """The whole machine's CPU seconds by kind (all cores), from the
+    first line of /proc/stat: user, nice, system, idle, iowait, irq,
+    softirq, steal."""
+    with open('/proc/stat') as f:
+        fields = [int(x) for x in f.readline().split()[1:9]]
+    fields += [0] * (8 - len(fields))
+    return [n / os.sysconf('SC_CLK_TCK') for n in fields]
+
+
 def machine_busy_seconds():
     """CPU seconds the whole machine spent busy (all cores), from
     /proc/stat."""
-    with open('/proc/stat') as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    idle = fields[3] + fields[4]  # idle, iowait
-    return (sum(fields[:8]) - idle) / os.sysconf('SC_CLK_TCK')
+    seconds = _machine_seconds()
+    return sum(seconds) - seconds[3] - seconds[4]  # idle, iowait
 
 
 def machine_steal_seconds():
@@ -125,9 +133,7 @@ def machine_steal_seconds():
     others while they had work (``steal`` of /proc/stat, all cores):
     counted in :func:`machine_busy_seconds`, but no process of this
     machine ran then."""
-    with open('/proc/stat') as f:
-        fields = [int(x) for x in f.readline().split()[1:]]
-    return (fields[7] if len(fields) > 7 else 0) / os.sysconf('SC_CLK_TCK')
+    return _machine_seconds()[7]
 
 
 def runnable():
