@@ -208,12 +208,35 @@ def _reason(error):
     return _short(error.message)
 
 
+# {id(schema): (schema, its Validator)}: a Validator is immutable, and
+# building one (its reference registry included) cost more than
+# validating a small body with it.
+_VALIDATORS = {}
+
+
+def _validator(schema):
+    """The Validator of ``schema``, built once per schema object (the
+    schemas are module constants; the schema is kept with its Validator
+    so that its id is not reused)."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    validator = Validator(schema, format_checker=_FORMATS)
+    if len(_VALIDATORS) < MAX_CACHED_VALIDATORS:
+        _VALIDATORS[id(schema)] = (schema, validator)
+    return validator
+
+
+#: Schemas whose Validator is kept (ours are fewer than a hundred).
+MAX_CACHED_VALIDATORS = 512
+
+
 def validate(schema, doc):
     """``doc`` checked against ``schema``; InvalidRequestBody (400)
     naming the first field at fault, followed by the schema's
     ``description`` when it has one (a hint at the expected shape)."""
     error = jsonschema.exceptions.best_match(
-        Validator(schema, format_checker=_FORMATS).iter_errors(doc))
+        _validator(schema).iter_errors(doc))
     if error is None:
         return doc
     where = _where(error)
@@ -283,7 +306,7 @@ def _query_value(values, prop):
 
 def _check_query(schema, doc):
     error = jsonschema.exceptions.best_match(
-        Validator(schema, format_checker=_FORMATS).iter_errors(doc))
+        _validator(schema).iter_errors(doc))
     if error is None:
         return doc
     if error.validator == 'required':

@@ -35,6 +35,17 @@ class RequestContext(context.RequestContext):
         values['is_admin'] = self.is_admin
         return values
 
+    def policy_key(self):
+        """Every value of ``to_policy_values`` as a hashable tuple, by
+        which the policy Enforcer keeps its decisions; None when one of
+        them cannot be part of a key. Read from oslo.context's values,
+        which this class adds ``is_admin`` to as a deprecated key
+        (reading that one from ``to_policy_values`` warns)."""
+        values = frozen_items(super().to_policy_values())
+        if values is None or not isinstance(self.is_admin, bool):
+            return None
+        return values + (('is_admin', self.is_admin),)
+
     def to_dict(self):
         values = super().to_dict()
         values['service_roles'] = self.service_roles
@@ -47,6 +58,28 @@ class RequestContext(context.RequestContext):
         kwargs.setdefault('accepted_service_roles',
                           values.get('accepted_service_roles'))
         return super().from_dict(values, **kwargs)
+
+
+def _frozen(value):
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, (list, tuple)):
+        items = tuple(_frozen(v) for v in value)
+        return items if _NOT_FROZEN not in items else _NOT_FROZEN
+    return _NOT_FROZEN
+
+
+_NOT_FROZEN = object()
+
+
+def frozen_items(mapping):
+    """The sorted ``(name, value)`` pairs of ``mapping``, lists as
+    tuples; None when a value is something else than None, a string, a
+    number or a list of those."""
+    items = tuple(sorted((name, _frozen(mapping[name])) for name in mapping))
+    if any(value is _NOT_FROZEN for _name, value in items):
+        return None
+    return items
 
 
 def get_admin_context():

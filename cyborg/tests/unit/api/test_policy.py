@@ -2,6 +2,7 @@
 
 import json
 import os
+import warnings
 
 import fixtures
 from oslo_policy import policy as oslo_policy
@@ -138,3 +139,114 @@ class PolicyTest(base.TestCase):
         now[0] += policy.CHECK_INTERVAL
         self.assertTrue(allowed())
         self.assertIsInstance(policy.init(), policy._Enforcer)
+
+
+class DecisionMemoryTest(base.TestCase):
+    """The Enforcer keeps allowed decisions until it reads its rules
+    again, by everything a decision depends on."""
+
+    def setUp(self):
+        super().setUp()
+        policy.reset()
+        self.addCleanup(policy.reset)
+        self.now = [100.0]
+        self.path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                                 'policy.yaml')
+        self.enforcer = policy._Enforcer(self.conf, clock=lambda: self.now[0],
+                                         policy_file=self.path)
+        self.enforcer.register_defaults(policies.list_rules())
+        self.checks = self.useFixture(fixtures.MockPatchObject(
+            oslo_policy._checks, '_check',
+            wraps=oslo_policy._checks._check)).mock
+
+    def allowed(self, rule, context, project='p1', user='u1'):
+        return bool(self.enforcer.authorize(
+            rule, {'project_id': project, 'user_id': user}, context))
+
+    def test_an_allowed_decision_is_not_evaluated_again(self):
+        self.assertTrue(self.allowed('project_member_api', ctx(['member'])))
+        evaluated = self.checks.call_count
+        self.assertGreater(evaluated, 0)
+        for _ in range(5):
+            self.assertTrue(self.allowed('project_member_api',
+                                         ctx(['member'])))
+        self.assertEqual(evaluated, self.checks.call_count)
+
+    def test_denials_are_evaluated_every_time(self):
+        for _ in range(3):
+            before = self.checks.call_count
+            self.assertFalse(self.allowed('admin_api', ctx(['member'])))
+            self.assertGreater(self.checks.call_count, before)
+            exc = self.assertRaises(
+                exception.PolicyNotAuthorized, self.enforcer.authorize,
+                'admin_api', {}, ctx(['member']), do_raise=True,
+                exc=exception.PolicyNotAuthorized, action='admin_api')
+            self.assertIn('admin_api', str(exc))
+
+    def test_every_value_of_the_caller_and_target_counts(self):
+        self.assertTrue(self.allowed('project_member_api', ctx(['member'])))
+        # Another project, other roles, another rule: decided anew.
+        self.assertFalse(self.allowed('project_member_api', ctx(['member']),
+                                      project='p2'))
+        self.assertFalse(self.allowed('project_member_api',
+                                      ctx(['member'], project='p2')))
+        self.assertFalse(self.allowed('project_member_api', ctx(['reader'])))
+        self.assertFalse(self.allowed('admin_api', ctx(['member'])))
+        self.assertTrue(self.allowed('project_reader_api', ctx(['reader'])))
+        self.assertTrue(self.allowed('project_member_or_service',
+                                     ctx(['member'])))
+        self.assertFalse(self.allowed('service_api', ctx(['member'])))
+        self.assertTrue(self.allowed('service_api',
+                                     ctx(['member', 'service'])))
+        self.assertFalse(self.allowed('service_api', ctx(['member'])))
+
+    def test_is_admin_counts_and_is_read_without_a_warning(self):
+        self.flags(enforce_new_defaults=False, group='oslo_policy')
+        rule = 'project_member_or_admin'
+        admin = context.RequestContext(user_id='u1', project_id='p1',
+                                       roles=['viewer'], is_admin=True)
+        plain = context.RequestContext(user_id='u1', project_id='p1',
+                                       roles=['viewer'], is_admin=False)
+        self.assertNotEqual(admin.policy_key(), plain.policy_key())
+        with warnings.catch_warnings():
+            warnings.simplefilter('error', DeprecationWarning)
+            admin.policy_key()
+        self.assertTrue(self.allowed(rule, admin, project='p2'))
+        self.assertFalse(self.allowed(rule, plain, project='p2'))
+        self.assertTrue(self.allowed(rule, admin, project='p2'))
+
+    def test_a_changed_policy_file_ends_the_decisions(self):
+        self.assertTrue(self.allowed('project_member_api', ctx(['member'])))
+        with open(self.path, 'w') as f:
+            json.dump({'project_member_api': '!'}, f)
+        self.now[0] += policy.CHECK_INTERVAL / 2
+        self.assertTrue(self.allowed('project_member_api', ctx(['member'])))
+        self.now[0] += policy.CHECK_INTERVAL
+        self.assertFalse(self.allowed('project_member_api', ctx(['member'])))
+
+    def test_rules_set_by_code_end_the_decisions(self):
+        self.assertTrue(self.allowed('project_member_api', ctx(['member'])))
+        self.enforcer.set_rules(oslo_policy.Rules.from_dict(
+            {'project_member_api': '!'}), overwrite=False)
+        self.assertFalse(self.allowed('project_member_api', ctx(['member'])))
+
+    def test_what_cannot_make_a_key_is_evaluated_every_time(self):
+        target = {'project_id': 'p1', 'user_id': 'u1', 'extra': {'a': 1}}
+        for _ in range(2):
+            before = self.checks.call_count
+            self.assertTrue(self.enforcer.authorize(
+                'project_member_api', target, ctx(['member'])))
+            self.assertGreater(self.checks.call_count, before)
+        credentials = {'project_id': 'p1', 'roles': ['member']}
+        for _ in range(2):
+            before = self.checks.call_count
+            self.assertTrue(self.enforcer.authorize(
+                'project_member_api', {'project_id': 'p1'}, credentials))
+            self.assertGreater(self.checks.call_count, before)
+
+    def test_decisions_kept_are_bounded(self):
+        self.useFixture(fixtures.MockPatchObject(policy, 'MAX_DECISIONS', 3))
+        for user in range(10):
+            self.assertTrue(self.allowed('project_member_api',
+                                         ctx(['member']), user='u%d' % user))
+            self.assertLessEqual(len(self.enforcer._decisions), 3)

@@ -4,6 +4,7 @@ schema of ``cyborg.api.schemas`` keeps (every value bounded)."""
 import importlib
 import pkgutil
 
+import fixtures
 import testtools
 import webob
 
@@ -97,6 +98,26 @@ class ValidateTest(testtools.TestCase):
         self.assertEqual(['abcdef'], validation.validate(schema, ['abcdef']))
         self.refused(['abcdefg'], 'takes 11 bytes as JSON; at most 10',
                      schema)
+
+    def test_a_schema_validator_is_built_once_per_schema(self):
+        validator = validation._validator(OBJECT)
+        self.assertIs(validator, validation._validator(OBJECT))
+        # Another schema object gets a validator of its own, even where
+        # both are kept.
+        lenient = dict(OBJECT, required=[])
+        self.assertIsNot(validator, validation._validator(lenient))
+        for _ in range(2):
+            self.assertEqual({}, validation.validate(lenient, {}))
+            self.refused({}, "'n' is a required property")
+
+    def test_validators_kept_are_bounded(self):
+        self.useFixture(fixtures.MockPatchObject(
+            validation, 'MAX_CACHED_VALIDATORS',
+            len(validation._VALIDATORS)))
+        schema = dict(OBJECT, required=['s'])
+        first = validation._validator(schema)
+        self.assertIsNot(first, validation._validator(schema))
+        self.refused({'n': 1}, "'s' is a required property", schema)
 
 
 def _request(query):
