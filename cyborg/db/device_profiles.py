@@ -20,13 +20,30 @@ def groups_of(row):
     return jsonutils.loads(row.profile_json).get('groups', [])
 
 
+_DP = models.DeviceProfile.__table__
+# Nova reads its profile by name at every boot: Core statements built
+# once, as for ARQs (the ORM's query building cost a tenth of the API's
+# CPU in Nova's boot cycle).
+_PROFILES = sa.select(_DP)
+_NAMED = _PROFILES.where(_DP.c.name.in_(sa.bindparam('names',
+                                                     expanding=True)))
+_IN_ORDER = {False: _PROFILES.order_by(_DP.c.id),
+             True: _NAMED.order_by(_DP.c.id)}
+
+
 @db_api.reader
 def get_all(context, names=None, page=None):
-    """Profiles, those named ``names`` if given, in ``page``."""
-    query = context.session.query(models.DeviceProfile)
-    if names is not None:
-        query = query.filter(models.DeviceProfile.name.in_(names))
-    return pagination.apply(query, models.DeviceProfile, page).all()
+    """Profiles (rows with the table's columns as attributes), those
+    named ``names`` if given, in ``page``."""
+    named = names is not None
+    params = {'names': list(names)} if named else {}
+    if page is not None and any(page):
+        statement = pagination.apply(_NAMED if named else _PROFILES,
+                                     models.DeviceProfile, page,
+                                     session=context.session)
+    else:
+        statement = _IN_ORDER[named]
+    return context.session.connection().execute(statement, params).all()
 
 
 @db_api.reader

@@ -172,6 +172,17 @@ class _DeviceProfileTests:
             page = self.get(url, version='2.4').json
             names += [p['name'] for p in page['device_profiles']]
         self.assertEqual(['a', 'b', 'c', 'd', 'e'], names)
+        # Names and pages together.
+        page = self.get(PATH, version='2.4', name='e,c,a,x', limit=2,
+                        sort_key='name', sort_dir='desc').json
+        names = [p['name'] for p in page['device_profiles']]
+        self.assertEqual(['e', 'c'], names)
+        page = self.get(page['next'].replace('http://localhost', ''),
+                        version='2.4').json
+        self.assertEqual(['a'], [p['name'] for p in page['device_profiles']])
+        # Without a page, in the order they were created.
+        self.assertEqual(['b', 'd'], [p['name'] for p in self.get(
+            PATH, name='d,b').json['device_profiles']])
         # Below 2.4 the paging parameters are ignored, as upstream.
         everything = self.get(PATH, limit=2).json
         self.assertEqual(5, len(everything['device_profiles']))
