@@ -256,19 +256,52 @@ _PREFERRED_TLS_LOCK = threading.Lock()
 
 
 def _pymysql_connection_type():
-    """PyMySQL's connection, but for its TLS context when ``[database]
-    connection`` sets no ``ssl`` options: PyMySQL then uses TLS if the
-    server offers it, checking no certificate ("preferred" mode), and
-    builds a new default context for every connection, which loads the
-    system's CA certificates (about 20 ms of CPU) that this mode never
-    uses. That context, the same for every connection, is built once.
-    Connections with ``ssl`` options build theirs as PyMySQL does."""
+    """PyMySQL's connection, but
+
+    * for its TLS context when ``[database] connection`` sets no ``ssl``
+      options: PyMySQL then uses TLS if the server offers it, checking no
+      certificate ("preferred" mode), and builds a new default context
+      for every connection, which loads the system's CA certificates
+      (about 20 ms of CPU) that this mode never uses. That context, the
+      same for every connection, is built once. Connections with ``ssl``
+      options build theirs as PyMySQL does.
+    * for a ``rollback()`` with nothing to roll back: SQLAlchemy's
+      Session ends its transaction (COMMIT or ROLLBACK), then returns the
+      connection to the pool, which rolls back again; PyMySQL sends every
+      ROLLBACK to the server, so each transaction cost one more round
+      trip. A ROLLBACK is sent unless no statement was sent (and no
+      BEGIN) since the last COMMIT or ROLLBACK that succeeded: then the
+      server has no transaction open on the connection (psycopg2 skips
+      such a rollback the same way)."""
     try:
         from pymysql import connections
     except ImportError:
         return None
 
     class Connection(connections.Connection):
+
+        #: False only when nothing was sent since the last COMMIT or
+        #: ROLLBACK that succeeded.
+        cyborg_may_be_in_transaction = True
+
+        def query(self, sql, unbuffered=False):
+            self.cyborg_may_be_in_transaction = True
+            return super().query(sql, unbuffered)
+
+        def begin(self):
+            self.cyborg_may_be_in_transaction = True
+            return super().begin()
+
+        def commit(self):
+            self.cyborg_may_be_in_transaction = True
+            super().commit()
+            self.cyborg_may_be_in_transaction = False
+
+        def rollback(self):
+            if not self.cyborg_may_be_in_transaction:
+                return
+            super().rollback()
+            self.cyborg_may_be_in_transaction = False
 
         def _create_ssl_ctx(self, sslp):
             if sslp:
