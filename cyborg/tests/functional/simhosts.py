@@ -607,12 +607,16 @@ class SimHostProcesses:
     changes shared out), on the broker and topic prefix of ``conf``;
     what they count is gathered here. For thousands of hosts: one
     process's heartbeats, whose RPC sends cost it CPU under one GIL,
-    fall behind. ``nice`` is added to the processes' niceness."""
+    fall behind. ``nice`` is added to the processes' niceness; with
+    ``idle`` they run under Linux's SCHED_IDLE policy, which a task of
+    any other policy preempts as soon as it wakes (a niceness of 19 still
+    lets the running task finish its slice first)."""
 
     def __init__(self, conf, hostnames, key_dir, state_dir, processes=2,
                  heartbeat_interval=None, rescan_interval=None,
                  full_rescan_interval=600, change_interval=5.0, threads=16,
-                 steady_threads=None, seed=1, env=None, nice=0):
+                 steady_threads=None, seed=1, env=None, nice=0,
+                 idle=False):
         processes = max(1, min(processes, len(hostnames)))
         per = -(-len(hostnames) // processes)
         self._changing = True
@@ -637,7 +641,7 @@ class SimHostProcesses:
                     'threads': -(-threads // processes),
                     'steady_threads': (steady_threads
                                        and -(-steady_threads // processes)),
-                    'seed': seed + index, 'nice': nice}
+                    'seed': seed + index, 'nice': nice, 'idle': idle}
                 spec_file = os.path.join(state_dir, 'sim-%d.json' % index)
                 with open(spec_file, 'w') as f:
                     json.dump(spec, f)
@@ -732,6 +736,9 @@ def serve(spec_file, infile=None, outfile=None):
         # The hosts stand for other machines: at a lower priority, they
         # take none of the CPU the daemons under test want.
         os.nice(spec['nice'])
+    if spec.get('idle'):
+        # Before any thread starts: they inherit the policy.
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     conf = cyborg_conf.CONF
     service.prepare_service(['simhosts'], conf, default_config_files=[])
     rpc.register_opts(conf)

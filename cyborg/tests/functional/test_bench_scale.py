@@ -120,9 +120,10 @@ class SmallRunTest(testtools.TestCase):
                               'event', 'delete')),
                          set(numbers['boot_steps_ms']))
         self.assertTrue(numbers['boot_slowest'])
-        # The simulator runs below the daemons (the default --sim-nice),
-        # and this process's own collections are counted.
+        # The simulator runs below the daemons (the default --sim-nice
+        # and --sim-idle), and this process's own collections are counted.
         self.assertEqual(19, numbers['sim_nice'])
+        self.assertIs(True, numbers['sim_idle'])
         self.assertEqual({'collections', 'longest_ms'},
                          set(numbers['harness_gc']))
         self.assertGreaterEqual(numbers['machine_steal_cores'], 0)

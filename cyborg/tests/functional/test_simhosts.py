@@ -218,7 +218,7 @@ class SimHostProcessesTest(test_daemons._Daemons, base.TestCase):
         sim = simhosts.SimHostProcesses(
             self.conf, self.hostnames, self.key_dir, self.tmp, processes=2,
             heartbeat_interval=1, rescan_interval=2, change_interval=0,
-            threads=4, nice=3)
+            threads=4, nice=3, idle=True)
         self.addCleanup(sim.stop)
         pids = [child.process.pid for child in sim.children]
         self.assertEqual(2, len(set(pids)))
@@ -227,6 +227,8 @@ class SimHostProcessesTest(test_daemons._Daemons, base.TestCase):
         mine = os.getpriority(os.PRIO_PROCESS, 0)
         self.assertEqual([min(mine + 3, 19)] * 2,
                          [os.getpriority(os.PRIO_PROCESS, p) for p in pids])
+        self.assertEqual([os.SCHED_IDLE] * 2,
+                         [os.sched_getscheduler(p) for p in pids])
         sim.boot()
         wait_for(lambda: sim.state()['out_of_sync'] == 0, timeout=SETTLE)
         # Every host is up, in its own name (each signs with its own key).
