@@ -74,13 +74,18 @@ class _Enforcer(policy.Enforcer):
         if (not force_reload and self._next_check is not None
                 and now < self._next_check):
             return
+        # Dropped before and after: a request evaluated against the old
+        # rules while they are read keeps its decision in a dict that is
+        # gone by the time the new rules are in.
         self._decisions = {}
         super().load_rules(force_reload)
+        self._decisions = {}
         self._next_check = now + CHECK_INTERVAL
 
     def set_rules(self, *args, **kwargs):
         self._decisions = {}
         super().set_rules(*args, **kwargs)
+        self._decisions = {}
 
     def clear(self):
         self._decisions = {}
