@@ -22,8 +22,8 @@ def groups_of(row):
 
 _DP = models.DeviceProfile.__table__
 # Nova reads its profile by name at every boot: Core statements built
-# once, as for ARQs (the ORM's query building cost a tenth of the API's
-# CPU in Nova's boot cycle).
+# once, as for ARQs, not an ORM query built, compiled and turned into
+# objects at every request.
 _PROFILES = sa.select(_DP)
 _NAMED = _PROFILES.where(_DP.c.name.in_(sa.bindparam('names',
                                                      expanding=True)))
