@@ -208,6 +208,9 @@ def _reason(error):
     return _short(error.message)
 
 
+#: Schemas whose Validator is kept (ours are fewer than a hundred).
+MAX_CACHED_VALIDATORS = 512
+
 # {id(schema): (schema, its Validator)}: a Validator is immutable, and
 # building one (its reference registry included) cost more than
 # validating a small body with it.
@@ -226,9 +229,6 @@ def _validator(schema):
         _VALIDATORS[id(schema)] = (schema, validator)
     return validator
 
-
-#: Schemas whose Validator is kept (ours are fewer than a hundred).
-MAX_CACHED_VALIDATORS = 512
 
 
 def validate(schema, doc):

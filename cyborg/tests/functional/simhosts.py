@@ -609,8 +609,8 @@ class SimHostProcesses:
     process's heartbeats, whose RPC sends cost it CPU under one GIL,
     fall behind. ``nice`` is added to the processes' niceness; with
     ``idle`` they run under Linux's SCHED_IDLE policy, which a task of
-    any other policy preempts as soon as it wakes (a niceness of 19 still
-    lets the running task finish its slice first)."""
+    any other policy preempts as soon as it wakes (at a niceness of 19, a
+    waking daemon may still wait for the running simulator's slice)."""
 
     def __init__(self, conf, hostnames, key_dir, state_dir, processes=2,
                  heartbeat_interval=None, rescan_interval=None,
