@@ -105,6 +105,26 @@ def pids_named(*names):
     return pids
 
 
+def sched_seconds(pid):
+    """(seconds run on a core, seconds waited for one while runnable,
+    times put on a core) of process ``pid``'s threads, summed: the
+    scheduler's ``schedstat``, in nanoseconds' precision where
+    ``/proc/PID/stat`` counts ticks of 10 ms. Threads that ended are not
+    counted."""
+    run = wait = slices = 0
+    task = '/proc/%s/task' % pid
+    for tid in os.listdir(task):
+        try:
+            with open('%s/%s/schedstat' % (task, tid)) as f:
+                fields = f.read().split()
+        except OSError:
+            continue  # ended meanwhile
+        run += int(fields[0])
+        wait += int(fields[1])
+        slices += int(fields[2])
+    return run / 1e9, wait / 1e9, slices
+
+
 def trees_cpu_seconds(pids):
     """``tree_cpu_seconds`` of several processes, summed."""
     stats = _all_stats()

@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import time
 import types
 
 import fixtures
@@ -60,11 +61,11 @@ class FiguresTest(testtools.TestCase):
             self.assertRaises(OSError, benchlib.free_port)
 
     def test_steps_and_slowest(self):
-        # (began, seconds, machine busy cores, runnable threads, cores of
-        # the conductors and the API)
-        cycles = [(100.0, 0.05, 0.5, 2, [0.1, 0, 0.2]),
-                  (101.0, 0.30, 2.0, 9, [0.9, 0, 0.3]),
-                  (102.0, 0.06, 1.0, 3, [0, 0, 0.1])]
+        # (began, seconds, machine busy cores, runnable threads, per
+        # daemon [ms run, ms waited for a core, times put on one])
+        cycles = [(100.0, 0.05, 0.5, 2, [(10, 0, 3), (0, 0, 0), (20, 1, 4)]),
+                  (101.0, 0.30, 2.0, 9, [(90, 40, 9), (0, 0, 0), (30, 25, 8)]),
+                  (102.0, 0.06, 1.0, 3, [(0, 0, 0), (0, 0, 0), (10, 0, 2)])]
         steps = {name: [0.01, 0.01, 0.01] for name in self.api.STEPS}
         steps['resolved'] = [0.02, 0.25, 0.03]
         by_step, slowest = self.scale.boot_steps(self.api, cycles, steps,
@@ -73,10 +74,36 @@ class FiguresTest(testtools.TestCase):
                          by_step['resolved'])
         self.assertEqual(10.0, by_step['bind']['p99'])
         self.assertEqual([300.0, 60.0], [s['ms'] for s in slowest])
-        self.assertEqual((1.0, 250.0, 2.0, 9, [0.9, 0, 0.3]), (
-            slowest[0]['at_s'], slowest[0]['resolved'],
-            slowest[0]['machine_busy_cores'], slowest[0]['runnable'],
-            slowest[0]['daemon_cores']))
+        self.assertEqual(
+            (1.0, 250.0, 2.0, 9, [(90, 40, 9), (0, 0, 0), (30, 25, 8)]),
+            (slowest[0]['at_s'], slowest[0]['resolved'],
+             slowest[0]['machine_busy_cores'], slowest[0]['runnable'],
+             slowest[0]['daemon_sched']))
+
+    def test_daemons_of_the_slowest_cycles(self):
+        cycles = [(float(i), 0.05, 0.5, 2, [(10, 0, 1), (20, 2, 1)])
+                  for i in range(19)]
+        cycles.append((19.0, 0.5, 2.0, 9, [(30, 40, 8), (50, 60, 4)]))
+        cycles.append((20.0, 0.25, 2.0, 9, [(10, 20, 4), (30, 80, 2)]))
+        daemons = self.scale.boot_daemons(cycles)
+        # The slowest tenth of 21 cycles: the two slowest.
+        self.assertEqual([[20.0, 30.0, 6.0], [40.0, 70.0, 3.0]],
+                         daemons['slowest_tenth'])
+        self.assertEqual(375.0, daemons['slowest_tenth_ms'])
+        self.assertEqual([[11.0, 2.9, 1.5], [21.9, 8.5, 1.2]],
+                         daemons['all'])
+
+    def test_sched_seconds_of_a_busy_thread(self):
+        proclib = self.scale.proclib
+        before = proclib.sched_seconds(os.getpid())
+        began = time.process_time()
+        while time.process_time() - began < 0.05:
+            pass
+        after = proclib.sched_seconds(os.getpid())
+        # Run time grows by what this thread spent, in ns precision.
+        self.assertGreaterEqual(after[0] - before[0], 0.045)
+        self.assertGreaterEqual(after[1], before[1])
+        self.assertGreaterEqual(after[2], before[2])
 
     def test_boots_split_by_how_busy_the_machine_was(self):
         cores = os.cpu_count()
