@@ -169,13 +169,15 @@ class Binding:
         LOG.info('ARQ %s unbound', uuid)
         self.reports_due(context, [arq.hostname])
 
-    def reports_due(self, context, hostnames):
+    def reports_due(self, context, hostnames, due=None):
         """After a release on ``hostnames``: ask the agents of those whose
         last report kept something in use for a full report, which removes
-        what is free now."""
+        what is free now (``due``: those, when already read)."""
         try:
-            for hostname in db_hosts.awaiting_report(
-                    context, [h for h in hostnames if h]):
+            if due is None:
+                due = db_hosts.awaiting_report(
+                    context, [h for h in hostnames if h])
+            for hostname in due:
                 LOG.info('Asking host %s for its report again: something '
                          'it no longer reports may be free now', hostname)
                 self.agents.say_hello(context, hostname)
@@ -184,14 +186,16 @@ class Binding:
 
     def delete(self, context, arq_uuids=None, instance_uuid=None,
                project_id=None):
-        deleted = db_arqs.delete(context, uuids=arq_uuids,
-                                 instance_uuid=instance_uuid,
-                                 project_id=project_id)
+        # The hosts to ask for a report are read in the delete's
+        # transaction; they are asked once the mdevs are removed.
+        deleted, due = db_arqs.delete(
+            context, uuids=arq_uuids, instance_uuid=instance_uuid,
+            project_id=project_id, hosts_due=db_hosts.awaiting_report)
         for arq in deleted:
             self.remove_mdev(context, arq)
         LOG.info('Deleted %d ARQs', len(deleted))
         self.reports_due(context, sorted({arq.hostname for arq in deleted
-                                          if arq.hostname}))
+                                          if arq.hostname}), due)
 
     def recover(self, context):
         """Fail the binds this conductor left unfinished, tell Nova."""

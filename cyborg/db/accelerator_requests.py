@@ -219,7 +219,9 @@ def _of_project(statement):
     return statement.where(_is(_ARQ.c.project_id))
 
 
-def _start(context, binds, project_id, conductor):
+def _start(context, binds, project_id, conductor, moved=None):
+    """``binds`` to BindStarted, one by one; each one moved is added to
+    ``moved`` (when given) before the next is tried."""
     now = timeutils.utcnow()
     for uuid, values in binds.items():
         _cas(context, uuid, states.BIND_STARTED, dict(
@@ -227,6 +229,8 @@ def _start(context, binds, project_id, conductor):
             nova_notified=False, attach_handle_id=None, deployable_id=None,
             instance_confirmed=False, instance_checked_at=None),
             project_id=project_id)
+        if moved is not None:
+            moved.append(uuid)
 
 
 @db_api.retry_on_deadlock
@@ -264,39 +268,43 @@ def _lock_instances(context, binds):
     return True
 
 
-def _refuse_bound_instances(context, binds, others_only=False):
+def _refuse_bound_instances(context, binds, exclude=()):
     """InstanceHasARQs (400) for the first instance of ``binds`` an ARQ
-    is bound to already; with ``others_only``, an ARQ not in ``binds``
-    (those were just written). Before the write this answers as the API
-    always did; after it, under the locks it takes, no concurrent bind of
-    the same instance can have passed too (on MariaDB one of the two
-    waits for the other or deadlocks and is retried; SQLite has one
-    writer at a time)."""
-    excluded = sorted(binds) if others_only else []
+    other than those ``exclude`` is bound to already."""
+    excluded = sorted(exclude)
     for instance in _instances(binds):
         if _run(context, _OTHER_ARQ_OF_INSTANCE, b_instance_uuid=instance,
                 b_uuids=excluded).first():
             raise exception.InstanceHasARQs(instance=instance)
 
 
-_HOST_OF_PROVIDER = sa.select(_DEVICE.c.hostname).select_from(
+# The deployable behind a provider (id uuid name) and its device's host.
+_DEPLOYABLE_OF = sa.select(
+    _DEPLOYABLE.c.id, _DEPLOYABLE.c.uuid, _DEPLOYABLE.c.name,
+    _DEVICE.c.hostname).select_from(
     _DEPLOYABLE.join(_DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id)
 ).where(_is(_DEPLOYABLE.c.rp_uuid))
 
 
-def _refuse_foreign_hosts(context, binds):
-    """BindHostMismatch (400) for a bind whose ``hostname`` is not the
-    host of the deployable behind its ``device_rp_uuid``: the request
-    would claim one host's device for an instance on another. A provider
+def _deployables_of(context, binds):
+    """{rp_uuid: deployable row or None} of the providers of ``binds``;
+    BindHostMismatch (400) for a bind whose ``hostname`` is not the host
+    of the deployable behind its ``device_rp_uuid``: the request would
+    claim one host's device for an instance on another. A provider
     cyborg does not know is left to the claim, which refuses it
     (UnknownDeviceProvider, 400)."""
+    found = {}
     for uuid, values in sorted(binds.items()):
-        host = _run(context, _HOST_OF_PROVIDER,
-                    b_rp_uuid=values['device_rp_uuid']).scalar()
-        if host is not None and host != values['hostname']:
+        rp_uuid = values['device_rp_uuid']
+        if rp_uuid not in found:
+            found[rp_uuid] = _run(context, _DEPLOYABLE_OF,
+                                  b_rp_uuid=rp_uuid).first()
+        row = found[rp_uuid]
+        if row is not None and row.hostname != values['hostname']:
             raise exception.BindHostMismatch(
                 arq=uuid, hostname=values['hostname'],
-                rp_uuid=values['device_rp_uuid'], host=host)
+                rp_uuid=rp_uuid, host=row.hostname)
+    return found
 
 
 # An ARQ left BindStarted with its attach handle, for the conductor to
@@ -304,9 +312,6 @@ def _refuse_foreign_hosts(context, binds):
 # (id uuid name) and the handle (id uuid attach_type attach_info).
 Claim = collections.namedtuple('Claim', 'arq deployable handle')
 
-_DEPLOYABLE_OF = sa.select(
-    _DEPLOYABLE.c.id, _DEPLOYABLE.c.uuid, _DEPLOYABLE.c.name).where(
-    _is(_DEPLOYABLE.c.rp_uuid))
 _FREE_HANDLES = sa.select(
     _AH.c.id, _AH.c.uuid, _AH.c.attach_type, _AH.c.attach_info).where(
     _is(_AH.c.deployable_id), _AH.c.in_use == sa.false()).order_by(_AH.c.id)
@@ -344,22 +349,33 @@ def bind(context, binds, project_id, conductor, ready,
     prepare and then ``finish_binds``, and the uuids of those that
     failed.
     """
-    _refuse_foreign_hosts(context, binds)
-    locked = _lock_instances(context, binds)
+    deployables = _deployables_of(context, binds)
+    _lock_instances(context, binds)
+    moved = []
+    try:
+        _start(context, binds, project_id, conductor, moved)
+    except (exception.ARQNotFound, exception.ARQBadState):
+        if new_instances_only:
+            # An instance that has ARQs already is the answer (400)
+            # before a state of these ARQs (404, 409), as when it was
+            # checked before the write. Those moved had no instance
+            # before (Initial, Unbound): leaving them out reads what
+            # was there before the write.
+            _refuse_bound_instances(context, binds, exclude=moved)
+        raise
     if new_instances_only:
-        _refuse_bound_instances(context, binds)
-    _start(context, binds, project_id, conductor)
-    if new_instances_only and not locked:
-        # Under the instances' locks the first check saw every other
-        # bind of them; without, a concurrent one may have passed it too.
-        _refuse_bound_instances(context, binds, others_only=True)
+        # One check, after the write, with a lock on what it reads: of
+        # two concurrent binds of one instance, the second waits for the
+        # first (on PostgreSQL for the instance's lock, on MariaDB for
+        # the row the first wrote; SQLite has one writer at a time) or
+        # deadlocks and is retried, and then sees the first's ARQs.
+        _refuse_bound_instances(context, binds, exclude=binds)
     arqs = {view.uuid: view
             for view in _select_views(context, uuids=sorted(binds))}
     claims, failed = [], []
     for uuid in binds:
         arq = arqs[uuid]
-        deployable = _run(context, _DEPLOYABLE_OF,
-                          b_rp_uuid=arq.device_rp_uuid).first()
+        deployable = deployables[arq.device_rp_uuid]
         if deployable is None:
             # The whole request is refused (400) and nothing is written.
             raise exception.UnknownDeviceProvider(
@@ -450,10 +466,13 @@ _DELETE = _ARQ.delete().where(_in(_ARQ.c.id))
 
 @db_api.retry_on_deadlock
 @db_api.writer
-def delete(context, uuids=None, instance_uuid=None, project_id=None):
+def delete(context, uuids=None, instance_uuid=None, project_id=None,
+           hosts_due=None):
     """Delete ARQs by uuid (all must exist, else 404 and nothing is
     deleted) or by instance; handles are released. Returns the views of
-    what was deleted."""
+    what was deleted; with ``hosts_due`` (``db.hosts.awaiting_report``),
+    also what it answers for the hosts of those ARQs, read in the same
+    transaction."""
     if uuids is not None:
         views = get_many(context, uuids, project_id)
     else:
@@ -461,7 +480,10 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None):
     if views:
         _release(context, [view.attach_handle_id for view in views])
         _run(context, _DELETE, b_ids=[view.id for view in views])
-    return views
+    if hosts_due is None:
+        return views
+    return views, hosts_due(context, sorted(
+        {view.hostname for view in views if view.hostname}))
 
 
 @db_api.reader

@@ -240,6 +240,36 @@ class _ARQTests(ARQSetup):
         self.assertEqual(states.BOUND,
                          db_arqs.get(self.context, second[0]['uuid']).state)
 
+    def test_an_instance_with_arqs_is_400_before_an_arq_state(self):
+        # The new ARQ comes first: it is written before the bound one
+        # is refused, and the answer is still the instance's 400.
+        instance = uuidutils.generate_uuid()
+        first, second = self.create(), self.create()
+        apply_patch = self.conductor.binding.apply_patch
+        apply_patch(self.context, self.bind_values(first, instance), None)
+        both = dict(self.bind_values(second, instance),
+                    **self.bind_values(first, instance))
+        self.assertEqual([second[0]['uuid'], first[0]['uuid']], list(both))
+        self.assertRaises(exception.InstanceHasARQs, apply_patch,
+                          self.context, both, None)
+        self.assertEqual(states.INITIAL,
+                         db_arqs.get(self.context, second[0]['uuid']).state)
+
+    def test_a_bound_arq_in_a_new_instances_bind_is_409(self):
+        # The ARQ written first does not count as the instance's own.
+        bound, fresh = self.create(), self.create()
+        apply_patch = self.conductor.binding.apply_patch
+        apply_patch(self.context,
+                    self.bind_values(bound, uuidutils.generate_uuid()), None)
+        instance = uuidutils.generate_uuid()
+        both = dict(self.bind_values(fresh, instance),
+                    **self.bind_values(bound, instance))
+        error = self.assertRaises(exception.ARQBadState, apply_patch,
+                                  self.context, both, None)
+        self.assertEqual(409, error.code)
+        self.assertEqual(states.INITIAL,
+                         db_arqs.get(self.context, fresh[0]['uuid']).state)
+
     def test_a_bind_waits_for_one_of_the_same_instance(self):
         """The rule is checked in the bind's transaction: a bind for an
         instance whose other bind is written but not committed waits
