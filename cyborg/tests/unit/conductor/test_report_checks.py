@@ -4,6 +4,7 @@ schema before the conductor stores them or sends them back to agents."""
 import json
 
 import fixtures
+import jsonschema
 
 from cyborg.accelerator.common import pci
 from cyborg.accelerator.common import records
@@ -67,6 +68,33 @@ class ReportChecksTest(base.TestCase):
         self.assertEqual(len(bad), self.logs.output.count(
             'Host host-a reported attach handle'))
         self.assertIn("unknown type 'SCRIPT'", self.logs.output)
+
+    def test_problems_are_what_jsonschema_validate_says(self):
+        # The Validators are built once; their answers are those of
+        # jsonschema.validate, which builds one at every call.
+        address = GPU.as_dict()
+        cases = [('MDEV', dict(address, asked_type='../../mdev/devices')),
+                 ('MDEV', address),
+                 ('MDEV', dict(address, bus='../..', asked_type='x')),
+                 ('MDEV', dict(address, asked_type='nvidia-222', extra=1)),
+                 ('PCI', []), ('PCI', dict(address, function='8')),
+                 ('PCI', dict(address, physical_network='\x00')),
+                 ('TEST_PCI', {'Bad': 'x'}), ('TEST_PCI', {'a': []}),
+                 ('PCI', address), ('MDEV', dict(address, asked_type='t'))]
+        for kind, info in cases:
+            try:
+                jsonschema.validate(info, report_checks.ATTACH_INFO[kind])
+            except jsonschema.ValidationError as e:
+                expected = e.message
+            else:
+                expected = None
+            self.assertEqual(expected, report_checks._problem(
+                report_checks.ATTACH_INFO, kind, json.dumps(info)),
+                (kind, info))
+        self.assertIsNone(report_checks._problem(
+            report_checks.CPID_INFO, 'PCI', GPU.to_json()))
+        self.assertEqual('unknown type %r' % 'MDEV', report_checks._problem(
+            report_checks.CPID_INFO, 'MDEV', GPU.to_json()))
 
     def test_a_device_with_a_bad_control_path_is_dropped(self):
         devices = [get_test_device([], cpid_info='{"bus": "../.."}'),
