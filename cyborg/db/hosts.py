@@ -164,25 +164,34 @@ def record_heartbeats(context, heard):
     return sorted(set(heard) - set(_up_of(context, list(heard))))
 
 
+_HOSTS = models.Host.__table__
+_WHEN = sa.bindparam('b_when', type_=_HOSTS.c.last_seen_at.type)
+# Never back: another conductor may have written a later time. A Core
+# statement built once (the ORM's bulk UPDATE path cost more than the
+# statement itself, several times a second at thousands of hosts).
+_REFRESH = _HOSTS.update().where(
+    _HOSTS.c.hostname.in_(sa.bindparam('b_hostnames', expanding=True)),
+    _HOSTS.c.status == 'up').values(
+    last_seen_at=sa.case((_HOSTS.c.last_seen_at < _WHEN, _WHEN),
+                         else_=_HOSTS.c.last_seen_at),
+    updated_at=_WHEN)
+_UP_OF = sa.select(_HOSTS.c.hostname).where(
+    _HOSTS.c.hostname.in_(sa.bindparam('b_hostnames', expanding=True)),
+    _HOSTS.c.status == 'up')
+
+
 @db_api.retry_on_deadlock
 @db_api.writer
 def _refresh(context, hostnames, when):
     """Move ``hostnames`` that are up on to ``when``; how many are up."""
-    # Never back: another conductor may have written a later time.
-    later = sa.case((models.Host.last_seen_at < when, when),
-                    else_=models.Host.last_seen_at)
-    return context.session.execute(
-        sa.update(models.Host).where(models.Host.hostname.in_(hostnames),
-                                     models.Host.status == 'up')
-        .values(last_seen_at=later, updated_at=when)
-        .execution_options(synchronize_session=False)).rowcount
+    return context.session.connection().execute(
+        _REFRESH, {'b_hostnames': hostnames, 'b_when': when}).rowcount
 
 
 @db_api.reader
 def _up_of(context, hostnames):
-    return [row.hostname for row in context.session.query(
-        models.Host.hostname).filter(models.Host.hostname.in_(hostnames),
-                                     models.Host.status == 'up')]
+    return [row.hostname for row in context.session.connection().execute(
+        _UP_OF, {'b_hostnames': hostnames})]
 
 
 def _silent(cutoff):
@@ -296,7 +305,6 @@ def sync_pending_hosts(context):
 
 
 # Core, built once: it runs after every release of an ARQ.
-_HOSTS = models.Host.__table__
 _AWAITING_REPORT = sa.select(_HOSTS.c.hostname).where(
     _HOSTS.c.hostname.in_(sa.bindparam('hostnames', expanding=True)),
     _HOSTS.c.status == 'up', _HOSTS.c.report_generation > 0,
