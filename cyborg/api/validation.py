@@ -230,7 +230,6 @@ def _validator(schema):
     return validator
 
 
-
 def validate(schema, doc):
     """``doc`` checked against ``schema``; InvalidRequestBody (400)
     naming the first field at fault, followed by the schema's
