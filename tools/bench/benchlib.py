@@ -82,14 +82,15 @@ PORTS_ENV = 'CYBORG_BENCH_PORTS'
 
 def free_port():
     """A loopback port free now: one of ``$CYBORG_BENCH_PORTS`` (``FIRST-
-    LAST``), tried at random, when set; else any the kernel gives."""
+    LAST``), tried at random, when set; else one of the tests' (out of
+    the kernel's ephemeral ports, which an outgoing connection may take
+    before the server binds it: see ``daemons.free_port``)."""
     ports = os.environ.get(PORTS_ENV)
     if not ports:
-        candidates = [0]
-    else:
-        first, last = (int(x) for x in ports.split('-'))
-        candidates = random.sample(range(first, last + 1),
-                                   last - first + 1)
+        from cyborg.tests.functional import daemons
+        return daemons.free_port()
+    first, last = (int(x) for x in ports.split('-'))
+    candidates = random.sample(range(first, last + 1), last - first + 1)
     for port in candidates:
         with socket.socket() as sock:
             try:

@@ -10,7 +10,6 @@ providers.
 import atexit
 import contextlib
 import shutil
-import socket
 import tempfile
 import threading
 
@@ -21,6 +20,7 @@ from cyborg.aio import placement as aio_placement
 from cyborg.api import server as api_server
 from cyborg.common.clients import placement as placement_client
 from cyborg.tests import fixtures as cyborg_fixtures
+from cyborg.tests.functional import daemons
 
 _LOCK = threading.Lock()
 _SERVICE = {}
@@ -70,9 +70,9 @@ def endpoint():
 
 
 def _closed_port():
-    with socket.socket() as probe:
-        probe.bind(('127.0.0.1', 0))
-        return probe.getsockname()[1]
+    """A loopback port nothing listens on (reserved for this process,
+    so no other test's daemon takes it)."""
+    return daemons.free_port()
 
 
 class Placement(fixtures.Fixture):

@@ -22,12 +22,6 @@ START_TIMEOUT = 30
 STOP_TIMEOUT = 10
 
 
-def free_port():
-    with socket.socket() as sock:
-        sock.bind(('127.0.0.1', 0))
-        return sock.getsockname()[1]
-
-
 def listening_sockets(port):
     """How many sockets listen on ``port`` (IPv4, any address)."""
     count = 0
@@ -298,7 +292,7 @@ class CyborgAPITest(base.TestCase):
         return path
 
     def _start(self, workers):
-        port = free_port()
+        port = daemons.free_port()
         config = self._config(host_ip='127.0.0.1', port=port,
                               api_workers=workers)
         script = os.path.join(BIN_DIR, 'cyborg-api')
