@@ -19,6 +19,7 @@ import shlex
 import sys
 
 from oslo_db import exception as db_exc
+import oslo_messaging as messaging
 from oslo_policy import opts as policy_opts
 from oslo_upgradecheck import common_checks
 from oslo_upgradecheck import upgradecheck
@@ -307,8 +308,9 @@ def _keys_parser():
                         'existing key is kept); rotate: add a new key, '
                         'both are used until retire; retire: keep only the '
                         'newest key; broker: print the rabbitmqctl '
-                        'commands of their broker users (named as the '
-                        'host, "cyborg-api" and "cyborg-conductor")')
+                        'commands of their broker users ("cyborg-agent.HOST", '
+                        '"cyborg-api" and "cyborg-conductor", on the vhost '
+                        'of transport_url)')
     parser.add_argument('--api', action='store_true', help="the API's key")
     parser.add_argument('--conductor', action='store_true',
                         help='broker: the conductors\' user')
@@ -321,20 +323,32 @@ def _keys_parser():
     return parser
 
 
+def _vhost(conf):
+    """The RabbitMQ vhost of ``transport_url`` (``/`` when it names
+    none)."""
+    try:
+        url = messaging.TransportURL.parse(conf, conf.transport_url)
+    except messaging.InvalidTransportURL:
+        return '/'
+    return url.virtual_host or '/'
+
+
 def _broker_lines(args, conf):
-    """``rabbitmqctl`` command lines of the users ``args`` names."""
-    users = ([('cyborg-conductor', 'conductor', None)]
-             if args.conductor else [])
-    users += [('cyborg-api', 'api', None)] if args.api else []
-    users += [(host, 'agent', host)
-              for host in args.host]
+    """``rabbitmqctl`` command lines of the users ``args`` names, on the
+    vhost of ``transport_url``."""
+    roles = ([(broker.CONDUCTOR, None)] if args.conductor else [])
+    roles += [(broker.API, None)] if args.api else []
+    roles += [(broker.AGENT, host) for host in args.host]
+    vhost = _vhost(conf)
     lines = []
-    for user, role, host in users:
-        keys.host_identity(user if role == 'agent' else 'x')
+    if vhost != '/':
+        lines.append(shlex.join(['rabbitmqctl', 'add_vhost', vhost]))
+    for role, host in roles:
+        user = broker.user_name(role, host, prefix=conf.rpc_topic_prefix)
         lines.append('rabbitmqctl add_user %s <password>' % shlex.quote(user))
         for command in broker.commands(
                 user, role, host, exchange=conf.control_exchange,
-                prefix=conf.rpc_topic_prefix):
+                prefix=conf.rpc_topic_prefix, vhost=vhost):
             lines.append(shlex.join(['rabbitmqctl'] + command))
     return lines
 

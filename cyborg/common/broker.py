@@ -1,27 +1,42 @@
 """RabbitMQ users and permissions of a cyborg deployment, as
 ``rabbitmqctl`` commands (printed by ``cyborg-status keys broker``).
 
-With oslo.messaging's rabbit driver (``use_queue_manager = False``, the
-default) cyborg's RPC uses: the topic exchange named by
-``control_exchange`` (``cyborg``), with the queues ``<topic>`` and
-``<topic>.<server>``; a fanout exchange ``<topic>_fanout`` with a queue
-``<topic>_fanout_<hex>`` per server; and a direct exchange and queue
-``reply_<hex>`` per process that makes calls. A compute host may
-declare, bind and read only its own queues, and publish to the topic
-exchange only with the conductor's topic or its heartbeat channel's
-(``cyborg-heartbeat``, :mod:`cyborg.common.heartbeats`) as routing key
-(RabbitMQ's topic permissions): it cannot read another host's queue.
-It may publish to RabbitMQ's default exchange (``amq.default``), as it
-must to answer the conductor's calls (oslo.messaging sends replies
-there), and through it to any queue it names: the signatures
-(:mod:`cyborg.common.signing`) are what make another host's agent refuse
-such a message. The conductors have every permission; the API may
-publish only to the conductor's topic.
+What each party declares is :mod:`cyborg.common.rabbit`'s: the
+conductors own every name that more than one party uses (the topic
+exchange ``control_exchange``, their queues, the heartbeat channel's
+queue); an agent and the API declare exchanges passively (which needs no
+permission) and configure only names of their own. So:
+
+* a compute host *H* may configure (declare, delete) and read its queue
+  ``<prefix>cyborg-agent.H`` and its reply queues
+  ``reply_<prefix>host.H.<hex>``, nothing else; bind its queue to the
+  topic exchange with its own routing key only, and publish to the topic
+  exchange with the conductor's topic or the heartbeat channel's only
+  (RabbitMQ's topic permissions);
+* it may publish to RabbitMQ's default exchange (``amq.default``), as it
+  must to answer the conductor's calls (oslo.messaging sends replies
+  there), and through it to any queue it names: the signatures
+  (:mod:`cyborg.common.signing`) of requests and replies are what make
+  such a message refused;
+* the API may configure and read its reply queues ``reply_<prefix>api.<hex>``
+  and publish to the topic exchange with the conductor's topic only;
+* the conductors have every permission of the vhost.
+
+User names carry a prefix of their own (``<prefix>cyborg-``), so that a
+host's user cannot be named like another service's (``nova``) or like
+cyborg's API.
 """
 
 import re
 
-REPLY = r'reply_[0-9a-f]+'
+from cyborg.common import keys
+from cyborg.common import rabbit
+
+CONDUCTOR = 'conductor'
+API = 'api'
+AGENT = 'agent'
+
+_HEX = r'\.[0-9a-f]+'
 
 
 def _quote(name):
@@ -32,6 +47,21 @@ def _any(*names):
     return '^(%s)$' % '|'.join(names)
 
 
+def user_name(role, hostname=None, prefix=''):
+    """The broker user of a conductor, the API or the agent of
+    ``hostname``."""
+    if role == AGENT:
+        keys.host_identity(hostname)
+        return '%scyborg-agent.%s' % (prefix, hostname)
+    if role in (CONDUCTOR, API):
+        return '%scyborg-%s' % (prefix, role)
+    raise ValueError('no broker user of role %r' % role)
+
+
+def _replies(identity, prefix):
+    return 'reply_' + _quote(rabbit.reply_owner(identity, prefix)) + _HEX
+
+
 def permissions(role, hostname=None, exchange='cyborg', prefix=''):
     """``(configure, write, read, topic_write, topic_read)`` regular
     expressions of a broker user of ``role`` (``conductor``, ``api`` or
@@ -39,26 +69,25 @@ def permissions(role, hostname=None, exchange='cyborg', prefix=''):
     None: no topic permission is needed (the user has all)."""
     ex = _quote(exchange)
     conductor = _quote(prefix + 'cyborg-conductor')
-    if role == 'conductor':
+    if role == CONDUCTOR:
         return '.*', '.*', '.*', None, None
-    if role == 'api':
-        names = _any(ex, REPLY)
-        return names, names, names, '^%s$' % conductor, '^$'
-    agent = _quote(prefix + 'cyborg-agent')
-    own = '%s\\.%s' % (agent, _quote(hostname))
-    fanout_queue = agent + r'_fanout_[0-9a-f]+'
-    configure = _any(ex, agent, own, agent + '_fanout', fanout_queue, REPLY)
-    write = _any(ex, agent, own, fanout_queue, REPLY, r'amq\.default')
+    if role == API:
+        replies = '^%s$' % _replies(keys.API, prefix)
+        return replies, '^%s$' % ex, replies, '^%s$' % conductor, '^$'
+    if role != AGENT:
+        raise ValueError('no broker user of role %r' % role)
+    own = '%s\\.%s' % (_quote(prefix + 'cyborg-agent'), _quote(hostname))
+    replies = _replies(keys.host_identity(hostname), prefix)
     heartbeat = _quote(prefix + 'cyborg-heartbeat')
-    return (configure, write, configure,
-            '^(%s|%s)$' % (conductor, heartbeat),
-            '^%s(\\.%s)?$' % (agent, _quote(hostname)))
+    return (_any(own, replies), _any(ex, r'amq\.default', own),
+            _any(ex, own, replies), _any(conductor, heartbeat),
+            '^%s$' % own)
 
 
 def commands(user, role, hostname=None, exchange='cyborg', prefix='',
              vhost='/'):
     """The ``rabbitmqctl`` argument lists that give ``user`` (made with
-    ``rabbitmqctl add_user``) the permissions of ``role``."""
+    ``rabbitmqctl add_user``) the permissions of ``role`` on ``vhost``."""
     configure, write, read, topic_write, topic_read = permissions(
         role, hostname, exchange, prefix)
     result = [['set_permissions', '-p', vhost, user, configure, write, read]]

@@ -12,6 +12,7 @@ from oslo_messaging import transport as msg_transport
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import keys
+from cyborg.common import rabbit
 from cyborg.common import signing
 from cyborg.objects import base as objects_base
 
@@ -38,20 +39,38 @@ def set_defaults(control_exchange='cyborg'):
     messaging.set_transport_defaults(control_exchange)
 
 
-def init(conf, key_store=None):
+def init(conf, key_store=None, identity=keys.API):
     """Create the process's transports; call once at service start.
     ``key_store`` (a :class:`cyborg.common.keys.KeyStore`): the keys that
-    sign and verify messages; by default those of [security]."""
+    sign and verify messages; by default those of [security].
+    ``identity``: who this process is (``api``, ``conductor`` or a host's
+    identity), which says what it declares on RabbitMQ."""
     global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER, _KEYS, _CONF
     _CONF = conf
     _KEYS = key_store or keys.KeyStore.from_conf(conf)
-    _TRANSPORT = messaging.get_rpc_transport(
-        conf, allowed_remote_exmods=ALLOWED_EXMODS)
+    _TRANSPORT = rpc_transport(conf, identity)
     _NOTIFICATION_TRANSPORT = messaging.get_notification_transport(
         conf, allowed_remote_exmods=ALLOWED_EXMODS)
     _NOTIFIER = messaging.Notifier(
         _NOTIFICATION_TRANSPORT, serializer=RequestContextSerializer(),
         topics=['versioned_notifications'])
+
+
+def rpc_transport(conf, identity, url=None):
+    """oslo.messaging's RPC transport to ``url`` (by default
+    ``transport_url``); on RabbitMQ, with the driver of
+    :mod:`cyborg.common.rabbit` for ``identity``."""
+    register_opts(conf)
+    url = messaging.TransportURL.parse(conf, url or conf.transport_url)
+    if url.transport.split('+')[0] not in rabbit.SCHEMES:
+        return messaging.get_rpc_transport(
+            conf, url=url, allowed_remote_exmods=ALLOWED_EXMODS)
+    driver = rabbit.Driver(
+        conf, url, default_exchange=conf.control_exchange,
+        allowed_remote_exmods=ALLOWED_EXMODS,
+        owner=rabbit.reply_owner(identity, conf.rpc_topic_prefix),
+        guest=identity != keys.CONDUCTOR)
+    return msg_transport.RPCTransport(driver)
 
 
 def cleanup():
@@ -71,6 +90,26 @@ def key_store():
     return _KEYS
 
 
+#: What of a request context goes over RPC: who asked (ids, names and
+#: roles, for policy and logs), and the request ids. Nothing else, so no
+#: credential (the Keystone token of the caller, which oslo.context puts
+#: in ``to_dict()``) ever reaches the broker, the conductor or a compute
+#: host; nothing on the receiving side acts with the caller's token.
+WIRE_CONTEXT = frozenset((
+    'user', 'user_id', 'project', 'project_id', 'domain', 'domain_id',
+    'user_domain', 'user_domain_id', 'project_domain', 'project_domain_id',
+    'user_name', 'project_name', 'user_domain_name', 'project_domain_name',
+    'is_admin', 'is_admin_project', 'read_only', 'show_deleted', 'roles',
+    'system_scope', 'request_id', 'global_request_id', 'resource_uuid',
+    'user_identity', 'service_roles', 'accepted_service_roles'))
+
+
+def wire_context(values):
+    """The part of a context's ``to_dict()`` that may go over RPC."""
+    return {key: value for key, value in values.items()
+            if key in WIRE_CONTEXT}
+
+
 class RequestContextSerializer(messaging.Serializer):
     """Carries the request context and versioned objects over RPC."""
 
@@ -84,7 +123,7 @@ class RequestContextSerializer(messaging.Serializer):
         return self._base.deserialize_entity(context, entity)
 
     def serialize_context(self, context):
-        return context.to_dict()
+        return wire_context(context.to_dict())
 
     def deserialize_context(self, context):
         return cyborg_context.RequestContext.from_dict(context)
@@ -126,10 +165,45 @@ class SigningTransport(msg_transport.RPCTransport):
                             'require_signed is False): %s', e)
         else:
             ctxt = signing.sign(key_list, sender, signed_for, ctxt, message)
-        return super()._send(target, ctxt, message, *args, **kwargs)
+        result = super()._send(target, ctxt, message, *args, **kwargs)
+        if not _waits_for_reply(*args, **kwargs):
+            return result
+        return self._open_reply(result, ctxt, message, target)
+
+    def _open_reply(self, result, ctxt, message, target):
+        """The result of a call, once its signature is checked: a reply
+        to a signed request must be signed with a key of the sender's.
+        Failures are not signed: an unsigned one can make a call fail,
+        never look successful."""
+        method = message.get('method')
+        if signing.AUTH not in ctxt:
+            # Sent unsigned ([security] require_signed False).
+            return result
+        key_list = self.key_store.keys(signing.sender_key_identity(
+            ctxt[signing.AUTH]['sender'], ctxt[signing.AUTH]['target']))
+        if signing.is_signed_reply(result):
+            try:
+                return signing.open_reply(key_list,
+                                          signing.nonce_of(ctxt), result)
+            except signing.Refused as e:
+                refused = e
+        elif not self.sign_conf.security.require_signed:
+            # A receiver of the release before, during an upgrade.
+            return result
+        else:
+            refused = signing.Refused('an unsigned reply')
+        refused.claimed = '%s on %s' % (target.server or 'a server',
+                                        target.topic)
+        signing.log_refusal(refused, method, 'caller')
+        raise exception.RPCRefused(reason='%s to %s' % (refused.reason,
+                                                        method))
 
     def cleanup(self):
         """The process's transport is cleaned up by :func:`cleanup`."""
+
+
+def _waits_for_reply(wait_for_reply=None, *args, **kwargs):
+    return bool(wait_for_reply)
 
 
 def get_client(target, version_cap=None, sender=keys.API,
@@ -188,11 +262,16 @@ class SignedDispatcher(dispatcher.RPCDispatcher):
             refused = None
         if refused is not None:
             self._refuse(refused, incoming.message.get('method'))
+        signed = incoming.ctxt
         ctxt = dict(ctxt)
         ctxt.pop(signing.AUTH, None)
         ctxt[self._SENDER] = sender
         incoming.ctxt = ctxt
-        return super().dispatch(incoming)
+        result = super().dispatch(incoming)
+        if sender is None or not signing.wants_signed_reply(signed):
+            return result
+        return signing.sign_reply(self.verifier.reply_keys(sender),
+                                  signing.nonce_of(signed), result)
 
     def _do_dispatch(self, endpoint, method, ctxt, args):
         ctxt = dict(ctxt)
@@ -233,11 +312,15 @@ def _role(target):
     raise ValueError('No RPC server of cyborg listens on %s' % target.topic)
 
 
-def get_server(target, endpoints, role=None):
+def get_server(target, endpoints, role=None, nonce_store=None):
     """The RPC server of ``endpoints`` on ``target``: the conductor's or
-    an agent's (``role``, by default told by the topic)."""
+    an agent's (``role``, by default told by the topic). ``nonce_store``:
+    where the receivers of ``target``'s topic note the messages they
+    took, so that each runs once among them all (see
+    :class:`cyborg.common.signing.Verifier`)."""
     verifier = signing.Verifier(_KEYS, _CONF, role or _role(target),
-                                target.topic, target.server)
+                                target.topic, target.server,
+                                nonce_store=nonce_store)
     server = rpc_server.RPCServer(
         _TRANSPORT, target, SignedDispatcher(endpoints, verifier),
         'threading')

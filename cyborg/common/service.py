@@ -15,6 +15,7 @@ from oslo_service import service
 
 from cyborg.common import config_check
 from cyborg.common import exception
+from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
@@ -83,13 +84,22 @@ class RPCService(service.Service):
         self.rpcserver = None
         self.timers = []
 
+    def identity(self):
+        """Who this service is on RPC: the conductor, or the agent of its
+        host."""
+        if self.topic == rpc.CONDUCTOR_TOPIC:
+            return keys.CONDUCTOR
+        return keys.host_identity(self.host)
+
     def start(self):
         super().start()
         if not rpc.initialized():
-            rpc.init(self.conf)
+            rpc.init(self.conf, identity=self.identity())
         target = messaging.Target(topic=rpc.topic(self.conf, self.topic),
                                   server=self.host)
-        self.rpcserver = rpc.get_server(target, endpoints(self.manager))
+        self.rpcserver = rpc.get_server(
+            target, endpoints(self.manager),
+            nonce_store=getattr(self.manager, '_rpc_nonces', None))
         self.rpcserver.start()
         init_host = getattr(self.manager, 'init_host', None)
         if init_host:

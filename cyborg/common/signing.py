@@ -44,6 +44,9 @@ SECURITY_LOG = logging.getLogger('cyborg.security')
 
 #: The context field that carries the signature.
 AUTH = 'cyborg_auth'
+#: The field of a signed request that asks for a signed reply, and the
+#: key of the reply's envelope.
+REPLY = 'cyborg_reply'
 
 #: Receivers: what a conductor or an agent serves.
 CONDUCTOR_ROLE = 'conductor'
@@ -89,12 +92,18 @@ def _digest(body):
 
 
 def _body(auth, target, ctxt, message):
-    return {'sender': auth['sender'], 'time': auth['time'],
+    body = {'sender': auth['sender'], 'time': auth['time'],
             'nonce': auth['nonce'], 'target': target,
             'context': {key: ctxt.get(key) for key in auth['context']},
             'method': message.get('method'), 'args': message.get('args'),
             'namespace': message.get('namespace'),
             'version': message.get('version')}
+    # Signed when present, so that nobody can take it away; absent from
+    # the messages of releases that did not sign replies, whose
+    # signatures verify as before.
+    if REPLY in auth:
+        body[REPLY] = auth[REPLY]
+    return body
 
 
 def _macs(key_list, data):
@@ -112,7 +121,7 @@ def sign(key_list, sender, target, ctxt, message):
     ctxt = {k: v for k, v in ctxt.items() if k != AUTH}
     auth = {'sender': sender, 'time': time.time(),
             'nonce': secrets.token_hex(16), 'target': target,
-            'context': sorted(ctxt)}
+            'context': sorted(ctxt), REPLY: True}
     auth['macs'] = _macs(key_list, _digest(_body(auth, target, ctxt,
                                                  message)))
     ctxt[AUTH] = auth
@@ -132,6 +141,60 @@ def sender_key_identity(sender, target):
     return sender
 
 
+def nonce_of(ctxt):
+    """The nonce of a context signed by :func:`sign`."""
+    return ctxt[AUTH]['nonce']
+
+
+def wants_signed_reply(ctxt):
+    """Whether the signed context ``ctxt`` asks for a signed reply (a
+    sender of this release does; one before it would not understand
+    one)."""
+    auth = ctxt.get(AUTH)
+    return isinstance(auth, dict) and auth.get(REPLY) is True
+
+
+def _reply_digest(nonce, data):
+    return b'\0'.join((b'cyborg-reply', nonce.encode('utf-8'),
+                       data.encode('utf-8')))
+
+
+def sign_reply(key_list, nonce, result):
+    """The envelope of ``result`` (JSON-able), the answer to the request
+    whose signature had ``nonce``, with one HMAC per key of
+    ``key_list``: the keys the request was proven with, which its sender
+    holds. The result travels as JSON text, so that its MAC is over the
+    very bytes the caller checks."""
+    data = jsonutils.dumps(result)
+    return {REPLY: {'data': data,
+                    'macs': _macs(key_list, _reply_digest(nonce, data))}}
+
+
+def open_reply(key_list, nonce, reply):
+    """The result in the envelope ``reply`` of the answer to the request
+    of ``nonce``; Refused unless a MAC verifies with a key of
+    ``key_list``."""
+    try:
+        envelope = reply[REPLY]
+        data = envelope['data']
+        macs = dict(envelope['macs'])
+        if not isinstance(data, str):
+            raise TypeError(data)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise Refused('a reply without a valid signature') from None
+    digest = _reply_digest(nonce, data)
+    if not any(hmac.compare_digest(
+            str(macs.get(keys.key_id(key), '')),
+            hmac.new(key, digest, hashlib.sha256).hexdigest())
+            for key in key_list):
+        raise Refused('a reply whose signature does not verify')
+    return jsonutils.loads(data)
+
+
+def is_signed_reply(reply):
+    return isinstance(reply, dict) and set(reply) == {REPLY}
+
+
 class Refused(Exception):
     def __init__(self, reason, claimed=None, proven=None):
         super().__init__(reason)
@@ -144,12 +207,15 @@ class Verifier:
     """Checks the messages of one RPC server: ``role`` (CONDUCTOR_ROLE or
     AGENT_ROLE) on ``topic`` as ``server`` (the host)."""
 
-    def __init__(self, store, conf, role, topic, server):
+    def __init__(self, store, conf, role, topic, server, nonce_store=None):
         self.store = store
         self.conf = conf
         self.role = role
         self.topic = topic
         self.server = server
+        #: Where the nonces of every receiver of the topic are kept (the
+        #: conductors' database), or None: this process's memory only.
+        self.nonce_store = nonce_store
         self._seen = collections.OrderedDict()
         self._lock = threading.Lock()
         self._unsigned_logged = set()
@@ -183,7 +249,23 @@ class Verifier:
                           % sender, claimed=sender)
         self._check_target(target, sender)
         self._check_fresh(sent, nonce, sender)
+        self._claim(nonce, sent, sender)
         return sender, signed_context
+
+    def _claim(self, nonce, sent, sender):
+        """Once in the whole set of receivers that share ``nonce_store``
+        (the conductors, through their database), restarts included."""
+        if self.nonce_store is None:
+            return
+        window = self.conf.security.max_message_age
+        if not self.nonce_store.claim(nonce, sent + window):
+            raise Refused('replayed message (already taken by a '
+                          'conductor)', claimed=sender, proven=sender)
+
+    def reply_keys(self, sender):
+        """The keys that sign the reply to a message proven by
+        ``sender``: those its signature was checked with."""
+        return self._keys(sender, None)
 
     def _unsigned(self, ctxt, message):
         method = message.get('method')

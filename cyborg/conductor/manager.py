@@ -39,12 +39,15 @@ from cyborg.conductor import liveness
 from cyborg.conductor import placement_service
 from cyborg.conductor import reporting
 from cyborg.conductor import stuck_arqs
+from cyborg.db import rpc_nonces
 
 
 LOG = logging.getLogger(__name__)
 
 # Seconds a stopping conductor waits for its Nova events.
 STOP_WAIT = 10
+# Seconds between two purges of the nonces of messages too old to take.
+NONCE_PURGE_INTERVAL = 60
 
 # ServiceUnavailable: the database is down (DatabaseUnavailable); the
 # caller gets it as itself, a 503 for the API, a retry for an agent.
@@ -82,6 +85,11 @@ class ConductorManager:
         self.lease = leases.Lease(conf)
         #: The heartbeat channel's consumer (None: heartbeats by RPC only).
         self.heartbeats = None
+        #: Where the RPC server notes the signed messages it took, so
+        #: that each runs once among all conductors (read by
+        #: cyborg.common.service; private: no RPC method).
+        self._rpc_nonces = rpc_nonces.Store(
+            cyborg_context.get_admin_context())
 
     def init_host(self):
         """Finish what a conductor that stopped mid-way left behind;
@@ -118,9 +126,13 @@ class ConductorManager:
                   + self.binding.periodic_tasks()
                   + self.stuck_arqs.periodic_tasks()
                   + self.placement.periodic_tasks()
-                  + self.accelerators.periodic_tasks())
+                  + self.accelerators.periodic_tasks()
+                  + [(NONCE_PURGE_INTERVAL, self._purge_rpc_nonces)])
         return ([(flush, self.liveness.flush_heartbeats)] if flush else []) + [
             (interval, self.lease.guard(task)) for interval, task in shared]
+
+    def _purge_rpc_nonces(self):
+        rpc_nonces.purge(cyborg_context.get_admin_context())
 
     # The agents' methods: the host they name must be the proven sender
     # (cyborg.common.signing). Every other method is the API's.

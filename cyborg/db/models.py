@@ -328,3 +328,17 @@ class ConductorLease(Base):
     name = sa.Column(sa.String(64), primary_key=True)
     holder = sa.Column(sa.String(255), nullable=False)
     expires_at = sa.Column(sa.DateTime, nullable=False)
+
+
+class RPCNonce(Base):
+    """The nonce of a signed RPC message that a conductor took, until
+    the message is too old to be taken anyway (``expires_at``): another
+    conductor, or this one restarted, refuses it
+    (``cyborg.db.rpc_nonces``)."""
+
+    __tablename__ = 'rpc_nonces'
+    __table_args__ = (sa.Index('rpc_nonces_expires_at_idx', 'expires_at'),
+                      _TABLE_ARGS)
+
+    nonce = sa.Column(sa.String(64), primary_key=True)
+    expires_at = sa.Column(sa.DateTime, nullable=False)

@@ -171,7 +171,9 @@ class Messaging(fixtures.Fixture):
         self.key_dir = self.useFixture(fixtures.TempDir()).path
         self.conf.set_override('key_dir', self.key_dir, group='security')
         self.keys = keys.KeyStore(self.key_dir, create_missing=True)
-        rpc.init(self.conf, self.keys)
+        # Conductors, agents and the API of a test share this process's
+        # transport: it declares what conductors do.
+        rpc.init(self.conf, self.keys, identity=keys.CONDUCTOR)
         self.addCleanup(rpc.cleanup)
 
 

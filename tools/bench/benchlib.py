@@ -265,7 +265,7 @@ class Stack:
         self.configure()
         db_api.configure(CONF)
         migration.upgrade('head')
-        rpc.init(CONF, key_store(self.state_dir))
+        rpc.init(CONF, key_store(self.state_dir), identity=keys.CONDUCTOR)
         manager = conductor_manager.ConductorManager('bench-conductor', CONF)
         # Like the all-in-one: on the in-process bus the API calls its
         # conductor directly; on a broker it goes through RPC.

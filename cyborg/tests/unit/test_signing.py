@@ -320,16 +320,183 @@ class KeysCommandTest(base.TestCase):
         self.assertEqual(2, status.main(['keys', 'create', '--key-dir',
                                          key_dir]))
 
-    def test_a_host_user_reads_only_its_own_queues(self):
+    def test_a_host_user_reads_and_configures_only_its_own_names(self):
         configure, write, read, topic_write, topic_read = (
             broker.permissions('agent', 'cmp-1'))
-        for name in ('cyborg-agent.cmp-1', 'cyborg-agent', 'cyborg',
-                     'reply_0a1b', 'cyborg-agent_fanout_0a1b'):
+        for name in ('cyborg-agent.cmp-1', 'reply_host.cmp-1.0a1b'):
             self.assertTrue(re.match(read, name), name)
+            self.assertTrue(re.match(configure, name), name)
+        # Shared names are the conductors': read (to bind its queue to
+        # the exchange), never configured (declared or deleted).
+        self.assertTrue(re.match(read, 'cyborg'))
+        for name in ('cyborg', 'cyborg-agent', 'cyborg-agent_fanout',
+                     'cyborg-agent_fanout_0a1b', 'cyborg-heartbeat.2',
+                     'amq.default'):
+            self.assertIsNone(re.match(configure, name), name)
         for name in ('cyborg-agent.cmp-2', 'cyborg-agent.cmp-1x',
                      'cyborg-conductor', 'cyborg-conductor.ctl-1',
-                     'cyborg-agent_fanout_x.y'):
+                     'reply_0a1b', 'reply_api.0a1b', 'reply_conductor.0a1b',
+                     'reply_host.cmp-2.0a1b', 'reply_host.cmp-1x.0a1b',
+                     'reply_host.cmp-1.0a1b.x', 'cyborg-agent',
+                     'cyborg-agent_fanout_0a1b'):
             self.assertIsNone(re.match(read, name), name)
             self.assertIsNone(re.match(configure, name), name)
+        self.assertTrue(re.match(write, 'amq.default'))
         self.assertTrue(re.match(topic_write, 'cyborg-conductor'))
+        self.assertTrue(re.match(topic_write, 'cyborg-heartbeat'))
         self.assertIsNone(re.match(topic_write, 'cyborg-agent.cmp-2'))
+        self.assertTrue(re.match(topic_read, 'cyborg-agent.cmp-1'))
+        self.assertIsNone(re.match(topic_read, 'cyborg-agent'))
+
+    def test_the_api_user_configures_only_its_reply_queues(self):
+        configure, write, read, topic_write, _ = broker.permissions('api')
+        self.assertTrue(re.match(configure, 'reply_api.0a1b'))
+        for name in ('cyborg', 'reply_conductor.0a1b',
+                     'reply_host.api.0a1b', 'cyborg-conductor'):
+            self.assertIsNone(re.match(configure, name), name)
+            self.assertIsNone(re.match(read, name), name)
+        self.assertEqual('^cyborg$', write)
+        self.assertEqual('^cyborg-conductor$', topic_write)
+
+    def test_user_names_cannot_be_another_service_or_role(self):
+        self.assertEqual('cyborg-agent.nova',
+                         broker.user_name('agent', 'nova'))
+        self.assertEqual('cyborg-agent.api', broker.user_name('agent', 'api'))
+        self.assertEqual('cyborg-api', broker.user_name('api'))
+        self.assertEqual('r1-cyborg-conductor',
+                         broker.user_name('conductor', prefix='r1-'))
+        self.assertRaises(exception.Invalid, broker.user_name, 'agent',
+                          'a b')
+
+    def test_broker_commands_name_the_vhost_of_transport_url(self):
+        self.flags(transport_url='rabbit://u:p@127.0.0.1:5672/cyborg-vh')
+        out = self.useFixture(fixtures.StringStream('stdout'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
+        config = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                              'cyborg.conf')
+        with open(config, 'w') as f:
+            f.write('[DEFAULT]\ntransport_url = '
+                    'rabbit://u:p@127.0.0.1:5672/cyborg-vh\n')
+        self.assertEqual(0, status.main([
+            'keys', 'broker', '--api', '--host', 'cmp-1',
+            '--config-file', config]))
+        out.stream.flush()
+        lines = out.getDetails()['stdout'].as_text().splitlines()
+        self.assertEqual('rabbitmqctl add_vhost cyborg-vh', lines[0])
+        self.assertIn('rabbitmqctl add_user cyborg-agent.cmp-1 <password>',
+                      lines)
+        permissions = [line for line in lines if ' set_' in line]
+        self.assertEqual(4, len(permissions))
+        for line in permissions:
+            self.assertIn(' -p cyborg-vh ', line)
+
+
+class ReplyTest(base.TestCase):
+    """A reply is bound to its request and signed with its sender's key;
+    a caller takes no unsigned success; no token goes on the wire."""
+
+    def setUp(self):
+        super().setUp()
+        self.dir = self.useFixture(fixtures.TempDir()).path
+        self.store = keys.KeyStore(self.dir)
+        for identity in (keys.API, 'host:cmp-1'):
+            keys.create(self.dir, identity)
+
+    def test_a_reply_verifies_for_its_request_and_key_only(self):
+        api = self.store.keys(keys.API)
+        reply = signing.sign_reply(api, 'n1', {'state': 'Bound'})
+        self.assertEqual({'state': 'Bound'},
+                         signing.open_reply(api, 'n1', reply))
+        # Another request's, another key's, or changed: refused.
+        self.assertRaises(signing.Refused, signing.open_reply, api, 'n2',
+                          reply)
+        self.assertRaises(signing.Refused, signing.open_reply,
+                          self.store.keys('host:cmp-1'), 'n1', reply)
+        forged = {signing.REPLY: dict(reply[signing.REPLY],
+                                      data='{"state": "BindFailed"}')}
+        self.assertRaises(signing.Refused, signing.open_reply, api, 'n1',
+                          forged)
+        for bad in ({signing.REPLY: None}, {signing.REPLY: {'data': 1}},
+                    {signing.REPLY: {'data': '1', 'macs': 'x'}}, 'x', None):
+            self.assertRaises(signing.Refused, signing.open_reply, api,
+                              'n1', bad)
+
+    def test_the_request_for_a_signed_reply_is_signed(self):
+        key_list = self.store.keys(keys.API)
+        ctxt = signing.sign(key_list, keys.API, signing.target_of(TOPIC),
+                            CTXT, MESSAGE)
+        self.assertTrue(signing.wants_signed_reply(ctxt))
+        verifier = signing.Verifier(self.store, self.conf,
+                                    signing.CONDUCTOR_ROLE, TOPIC, None)
+        auth = dict(ctxt[signing.AUTH])
+        del auth[signing.REPLY]
+        # Taken away, the signature no longer verifies ...
+        self.assertRaises(signing.Refused, verifier.verify,
+                          dict(ctxt, **{signing.AUTH: auth}), MESSAGE)
+        # ... and a signature made without it (a sender of the release
+        # before) verifies as it did.
+        old = signing.sign(key_list, keys.API, signing.target_of(TOPIC),
+                           CTXT, MESSAGE)
+        del old[signing.AUTH][signing.REPLY]
+        old[signing.AUTH]['macs'] = signing._macs(key_list, signing._digest(
+            signing._body(old[signing.AUTH], signing.target_of(TOPIC),
+                          CTXT, MESSAGE)))
+        self.assertEqual(keys.API, verifier.verify(old, MESSAGE)[0])
+        self.assertFalse(signing.wants_signed_reply(old))
+
+    def test_no_token_goes_on_the_wire(self):
+        ctx = context.RequestContext(
+            auth_token='gAAAAA-secret', user_id='u', project_id='p',
+            roles=['admin'], is_admin=True, request_id='req-1')
+        wire = rpc.RequestContextSerializer().serialize_context(ctx)
+        self.assertNotIn('gAAAAA-secret', repr(wire))
+        self.assertEqual(set(), set(wire) - rpc.WIRE_CONTEXT)
+        back = rpc.RequestContextSerializer().deserialize_context(wire)
+        self.assertEqual(('u', 'p', ['admin'], True, 'req-1'),
+                         (back.user_id, back.project_id, back.roles,
+                          back.is_admin, back.request_id))
+        self.assertIsNone(back.auth_token)
+
+
+class _Rogue:
+    """Answers on the conductor's topic without signing its replies (a
+    host that took the conductor's place on the bus, or a conductor of
+    the release before)."""
+
+    target = messaging.Target(version='1.6')
+
+    def arq_delete(self, context, **kwargs):
+        return 'forged'
+
+
+class UnsignedReplyTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.messaging = self.useFixture(cyborg_fixtures.Messaging(
+            self, self.conf, 'fake'))
+        target = messaging.Target(
+            topic=rpc.topic(self.conf, rpc.CONDUCTOR_TOPIC), server='ctl-1')
+        server = messaging.get_rpc_server(
+            rpc._TRANSPORT, target, [_Rogue()])
+        server.start()
+        self.addCleanup(server.wait)
+        self.addCleanup(server.stop)
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.security'))
+        self.ctx = context.get_admin_context()
+
+    def call(self):
+        client = rpc.get_topic_client(rpc.CONDUCTOR_TOPIC, '1.6')
+        return client.prepare(timeout=10).call(self.ctx, 'arq_delete',
+                                                arq_uuids=['a'])
+
+    def test_an_unsigned_success_is_refused(self):
+        error = self.assertRaises(exception.RPCRefused, self.call)
+        self.assertIn('an unsigned reply to arq_delete', str(error))
+        self.assertIn('SECURITY: caller refused RPC arq_delete',
+                      self.logs.output)
+
+    def test_taken_during_an_upgrade(self):
+        self.flags(require_signed=False, group='security')
+        self.assertEqual('forged', self.call())

@@ -1,0 +1,138 @@
+"""Who declares what on RabbitMQ: cyborg's use of oslo.messaging's
+``rabbit`` driver.
+
+The conductors own the broker layout that more than one party uses: the
+topic exchange (``control_exchange``), the conductors' queues and the
+heartbeat channel's queue. An agent or the API (a *guest*) declares no
+shared name: it declares the exchange passively (asserting that it
+exists, which needs no RabbitMQ permission) and consumes only queues of
+its own, so its broker user needs ``configure`` on nothing that another
+party uses (:mod:`cyborg.common.broker` prints those permissions):
+
+* an agent's RPC server reads only ``<topic>.<host>``, its own queue:
+  not the topic's shared queue, nor a fanout queue (cyborg sends an
+  agent nothing but messages addressed to it, each signed with that
+  host's key);
+* reply queues are named by who reads them: ``reply_<prefix><owner>.<hex>``
+  with ``<owner>`` ``api``, ``conductor`` or ``host.<hostname>``, so a
+  host's user may read and configure its own reply queues only.
+
+oslo.messaging has no options for any of that: this module is the one
+place that subclasses its driver and connection (private names of
+oslo.messaging 18), and ``cyborg/tests/unit/test_rabbit.py`` fails should
+a release change what it relies on.
+"""
+
+import functools
+import time
+import uuid
+
+from amqp import exceptions as amqp_exceptions
+from oslo_log import log as logging
+from oslo_messaging._drivers import amqpdriver
+from oslo_messaging._drivers import base
+from oslo_messaging._drivers import common as driver_common
+from oslo_messaging._drivers import impl_rabbit
+
+from cyborg.common import keys
+
+LOG = logging.getLogger(__name__)
+
+#: oslo.messaging's names of its RabbitMQ driver.
+SCHEMES = ('rabbit', 'kombu')
+#: Seconds between two looks for an exchange a conductor has not
+#: declared yet, at most.
+MAX_WAIT = 10.0
+
+
+def reply_owner(identity, prefix=''):
+    """The part of a reply queue's name that says whose it is."""
+    host = keys.host_of(identity)
+    if host is not None:
+        return '%shost.%s' % (prefix, host)
+    return prefix + identity
+
+
+def exchange_exists(connection, exchange):
+    """Whether ``exchange`` (kombu's) exists, asked on a channel of its
+    own: the broker closes the channel that asked for a missing one."""
+    channel = connection.channel()
+    try:
+        channel.exchange_declare(exchange=exchange.name, type=exchange.type,
+                                 passive=True)
+        return True
+    except amqp_exceptions.NotFound:
+        return False
+    finally:
+        try:
+            channel.close()
+        except Exception as e:
+            LOG.debug('Closing a channel the broker closed: %s', e)
+
+
+def _declare_once_there(declare, exchange, conn):
+    """``declare(conn)`` once ``exchange`` exists: a guest cannot declare
+    it, and waits for a conductor to (at its first start, or after a
+    broker lost its non-durable exchanges)."""
+    delay = 1.0
+    said = False
+    while not exchange_exists(conn.connection, exchange):
+        if not said:
+            LOG.warning('The exchange %s does not exist on the broker yet; '
+                        'a cyborg-conductor declares it: waiting for one',
+                        exchange.name)
+            said = True
+        time.sleep(delay)
+        delay = min(delay * 2, MAX_WAIT)
+    if said:
+        LOG.info('The exchange %s exists now', exchange.name)
+    return declare(conn)
+
+
+class GuestConnection(impl_rabbit.Connection):
+    """A connection that declares every named exchange passively."""
+
+    def declare_consumer(self, consumer):
+        if consumer.exchange.name:
+            consumer.exchange.passive = True
+            # Also when oslo.messaging declares it again on a reconnect.
+            consumer.declare = functools.partial(
+                _declare_once_there, consumer.declare, consumer.exchange)
+        return super().declare_consumer(consumer)
+
+    def _publish(self, exchange, msg, *args, **kwargs):
+        if exchange.name:
+            exchange.passive = True
+        return super()._publish(exchange, msg, *args, **kwargs)
+
+
+class Driver(impl_rabbit.RabbitDriver):
+    """oslo.messaging's RabbitMQ driver, naming its reply queue after
+    ``owner`` (:func:`reply_owner`); a ``guest`` (an agent, the API)
+    declares exchanges passively and its RPC server reads only its own
+    queue."""
+
+    def __init__(self, conf, url, default_exchange=None,
+                 allowed_remote_exmods=None, owner='conductor',
+                 guest=False):
+        super().__init__(conf, url, default_exchange=default_exchange,
+                         allowed_remote_exmods=allowed_remote_exmods)
+        self.owner = owner
+        self.guest = guest
+        if guest:
+            self._connection_pool.connection_cls = GuestConnection
+
+    def _get_reply_queue_name(self):
+        return 'reply_%s.%s' % (self.owner, uuid.uuid4().hex)
+
+    def listen(self, target, batch_size, batch_timeout):
+        if not self.guest:
+            return super().listen(target, batch_size, batch_timeout)
+        conn = self._get_connection(driver_common.PURPOSE_LISTEN)
+        listener = amqpdriver.RpcAMQPListener(self, conn)
+        conn.declare_topic_consumer(
+            exchange_name=self._get_exchange(target),
+            topic='%s.%s' % (target.topic, target.server),
+            callback=listener)
+        return base.PollStyleListenerAdapter(listener, batch_size,
+                                             batch_timeout)
