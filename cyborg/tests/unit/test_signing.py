@@ -73,8 +73,40 @@ class KeysTest(base.TestCase):
         path = os.path.join(self.dir, 'api.key')
         with open(path, 'w') as f:
             f.write('# comment\nnot-a-key\n')
+        os.chmod(path, 0o600)
         error = self.assertRaises(exception.RPCKeyMissing, keys.read, path)
         self.assertIn('line 2', str(error))
+
+    def test_a_key_file_open_to_group_or_others_is_refused(self):
+        path, _created = keys.create(self.dir, keys.API)
+        store = keys.KeyStore(self.dir)
+        store.keys(keys.API)
+        for mode in (0o640, 0o604, 0o620, 0o602, 0o644):
+            os.chmod(path, mode)
+            for read in (lambda: keys.read(path),
+                         lambda: store.keys(keys.API)):
+                error = self.assertRaises(exception.RPCKeyInsecure, read)
+                self.assertIn(path, str(error))
+                self.assertIn('%04o' % mode, str(error))
+                self.assertIn('chmod 600 %s' % path, str(error))
+            self.assertRaises(exception.RPCKeyInsecure, keys.rotate,
+                              self.dir, keys.API)
+        os.chmod(path, 0o400)
+        self.assertEqual(keys.read(path), store.keys(keys.API))
+
+    def test_key_files_are_written_0600_whatever_the_umask(self):
+        old = os.umask(0)
+        self.addCleanup(os.umask, old)
+        path, _created = keys.create(self.dir, keys.API)
+        self.assertEqual(0o600, os.stat(path).st_mode & 0o777)
+        for change in (keys.rotate, keys.retire):
+            change(self.dir, keys.API)
+            self.assertEqual(0o600, os.stat(path).st_mode & 0o777)
+        own = os.path.join(self.dir, 'own', 'own.key')
+        keys.write(own, [keys.new_key()])
+        self.assertEqual(0o600, os.stat(own).st_mode & 0o777)
+        self.assertEqual(0o700, os.stat(os.path.dirname(own)).st_mode
+                         & 0o777)
 
 
 class VerifierTest(base.TestCase):
