@@ -421,3 +421,11 @@ class RPCKeyMissing(ServiceUnavailable):
     """A sender has no key to sign with (see [security] key_dir)."""
 
     msg_fmt = _('No RPC key for %(identity)s: %(reason)s')
+
+
+class RPCKeyInsecure(RPCKeyMissing):
+    """A key file its group or others may read or write: refused."""
+
+    msg_fmt = _('The RPC key file %(path)s has mode %(mode)s, open to its '
+                'group or others: it is not used until it is its owner\'s '
+                'alone: chmod 600 %(path)s')

@@ -17,17 +17,58 @@ one), casts to the conductor's topic as before.
 
 A heartbeat on this channel proves its host like any message: it is
 signed with the host's key, the host is the proven sender (a heartbeat
-naming another host is refused), it is refused when older than
-``[security] max_message_age`` or not newer than the last one this
-conductor took from the host, and the time noted is the signed time
-(never later than now), so a replayed heartbeat cannot make a host look
-heard after it was. Refusals are logged on ``cyborg.security``: the
-first in full, then at most one summary a minute.
+naming another host is refused), it is refused when its signed time is
+not a finite number within ``[security] max_message_age`` of now
+(:func:`cyborg.common.signing.check_window`, the RPC server's rule) or
+not newer than the last one this conductor took from the host, and the
+time noted is the signed time (never later than now), so a replayed
+heartbeat cannot make a host look heard after it was. Refusals are
+logged on ``cyborg.security``: the first in full, then at most one
+summary a minute (:class:`cyborg.common.signing.RefusalLog`), with what
+came from the wire cut short and escaped.
+
+What a host can make a conductor hold is bounded, since a compromised
+host may send anything it likes there:
+
+* a body over :data:`MAX_BODY` (64 KiB; a heartbeat is ~1 KB) is
+  refused before it is decoded;
+* the queue keeps at most :data:`MAX_QUEUED` messages and
+  :data:`MAX_QUEUED_BYTES` bytes (``x-max-length``,
+  ``x-max-length-bytes``), dropping the oldest when more come
+  (``x-overflow: drop-head``; a message bigger than the byte bound is
+  dropped by the broker itself);
+* the consumer acknowledges what it takes, with a prefetch of
+  :data:`PREFETCH`: the broker pushes at most that many messages ahead
+  of the conductor, and the rest of a flood waits, bounded, in the queue
+  (where the oldest are dropped) instead of in the conductor's socket
+  and memory. With ``no_ack`` a prefetch does not apply (RabbitMQ
+  ignores it for such consumers) and the broker pushes all it holds.
+  Acknowledgements go in batches (``multiple``): every
+  :data:`ACK_EVERY` messages, whenever the consumer has read all that
+  came, and at least once a second; a message is acknowledged whether
+  it was taken or refused, never requeued. A conductor that dies with
+  unacknowledged heartbeats has them delivered to another, which takes
+  them or refuses them as replays.
 
 A lost heartbeat is harmless (the next one comes ``[agent]
-heartbeat_interval`` later), so messages are neither acknowledged nor
-persistent, and the queue drops what waited more than a minute (and
-goes when no conductor has read it for an hour).
+heartbeat_interval`` later), so messages are not persistent, and the
+queue drops what waited more than a minute (and goes when no conductor
+has read it for an hour).
+
+The queue is ``<topic>.2`` (:func:`queue_name`), bound to the exchange
+with the topic ``<[DEFAULT] rpc_topic_prefix>cyborg-heartbeat`` as its
+routing key, as the first queue was: agents cast to the same topic and
+a host's broker user needs no new permission. A new name because
+RabbitMQ refuses to declare an existing queue with other arguments
+(``PRECONDITION_FAILED``): the bounds above could not be added to the
+queue of the release before. During an upgrade both queues are bound,
+so a heartbeat reaches a conductor of each release; the old queue goes
+by itself an hour after the last old conductor stopped reading it
+(``x-expires``). With ``[oslo_messaging_rabbit] rabbit_quorum_queue``
+the queue is a quorum queue (``x-queue-type: quorum``; RabbitMQ 3.10 or
+later, for the message TTL), with the same bounds and expiry; switching
+that option needs a queue of another name again, so the quorum queue is
+``<topic>.2.quorum``.
 """
 
 import errno
@@ -58,6 +99,18 @@ QUEUE_TTL_MS = 60000
 #: Milliseconds the queue stays without a consumer before the broker
 #: deletes it (``x-expires``; no conductor read it for an hour).
 QUEUE_EXPIRES_MS = 3600000
+#: The queue's version: a new one when its arguments change (RabbitMQ
+#: refuses to declare a queue again with other arguments).
+QUEUE_VERSION = '.2'
+#: Most messages and bytes the queue holds (then the oldest go).
+MAX_QUEUED = 10000
+MAX_QUEUED_BYTES = 16 * 1024 * 1024
+#: Longest body a conductor decodes, in bytes (a heartbeat is ~1 KB).
+MAX_BODY = 64 * 1024
+#: Messages the broker sends ahead of the consumer's acknowledgements.
+PREFETCH = 500
+#: Messages the consumer acknowledges at once, at most.
+ACK_EVERY = 100
 
 #: oslo.messaging's drivers of RabbitMQ.
 _RABBIT = ('rabbit', 'kombu')
@@ -65,7 +118,25 @@ _CONTEXT = '_context_'
 
 
 def topic(conf):
+    """The routing key agents cast their heartbeats with."""
     return conf.rpc_topic_prefix + HEARTBEAT_TOPIC
+
+
+def queue_name(conf, quorum=False):
+    """The conductors' queue of the channel (see the module's notes)."""
+    return topic(conf) + QUEUE_VERSION + ('.quorum' if quorum else '')
+
+
+def queue_arguments(quorum=False):
+    """The queue's arguments: the same from every conductor."""
+    arguments = {'x-message-ttl': QUEUE_TTL_MS,
+                 'x-expires': QUEUE_EXPIRES_MS,
+                 'x-max-length': MAX_QUEUED,
+                 'x-max-length-bytes': MAX_QUEUED_BYTES,
+                 'x-overflow': 'drop-head'}
+    if quorum:
+        arguments['x-queue-type'] = 'quorum'
+    return arguments
 
 
 def broker_urls(conf):
@@ -138,13 +209,15 @@ class Verifier(signing.Verifier):
     def __init__(self, store, conf, channel_topic):
         super().__init__(store, conf, signing.CONDUCTOR_ROLE, channel_topic,
                          None)
+        self.refusals = signing.RefusalLog('heartbeat channel', 'heartbeats')
         self._last = {}
 
     def heartbeat(self, context, message):
         """``(hostname, time sent)`` of a heartbeat; raises Refused."""
         if message.get('method') != METHOD:
-            raise signing.Refused('%s on the heartbeat channel'
-                                  % str(message.get('method'))[:64])
+            # Cut short here, escaped when logged.
+            raise signing.Refused('%.64s on the heartbeat channel'
+                                  % (message.get('method'),))
         args = message.get('args')
         hostname = args.get('hostname') if isinstance(args, dict) else None
         if not isinstance(hostname, str) or not hostname:
@@ -159,52 +232,16 @@ class Verifier(signing.Verifier):
             raise signing.Refused(
                 'heartbeat about host %s' % hostname,
                 claimed=keys.HOST_PREFIX + hostname, proven=sender)
-        return hostname, context[signing.AUTH]['time']
+        # verify() took it as a finite float.
+        return hostname, float(context[signing.AUTH]['time'])
 
     def _check_fresh(self, sent, nonce, sender):
-        window = self.conf.security.max_message_age
-        now = time.time()
-        if abs(now - sent) > window:
-            raise signing.Refused('sent %.0f s from now, beyond the %d s '
-                                  'window' % (sent - now, window),
-                                  claimed=sender, proven=sender)
+        signing.check_window(sent, self.conf, sender)
         with self._lock:
             if sent <= self._last.get(sender, 0.0):
                 raise signing.Refused('replayed or reordered heartbeat',
                                       claimed=sender, proven=sender)
             self._last[sender] = sent
-
-
-class RefusalLog:
-    """Refusals on ``cyborg.security``: the first in full, then one
-    summary per ``period`` seconds at most, with how many there were."""
-
-    def __init__(self, period=60.0, clock=time.monotonic):
-        self.period = period
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._next = None
-        self._count = 0
-
-    def refused(self, refused):
-        now = self.clock()
-        with self._lock:
-            self._count += 1
-            if self._next is not None and now < self._next:
-                return
-            count, self._count = self._count, 0
-            self._next = now + self.period
-        if count == 1:
-            signing.log_refusal(refused, METHOD, 'heartbeat channel')
-        else:
-            signing.SECURITY_LOG.warning(
-                'SECURITY: the heartbeat channel refused %(count)d '
-                'heartbeats in the last %(period)d s; the last: %(reason)s '
-                '(claimed sender %(claimed)s, proven sender %(proven)s)',
-                {'count': count, 'period': self.period,
-                 'reason': refused.reason,
-                 'claimed': refused.claimed or 'none',
-                 'proven': refused.proven or 'none'})
 
 
 class _BufferedTCPTransport(amqp.transport.TCPTransport):
@@ -289,11 +326,14 @@ class Consumer(threading.Thread):
         self.topic = topic(conf)
         self.on_heartbeat = on_heartbeat
         self.verifier = Verifier(key_store, conf, self.topic)
-        self.refusals = RefusalLog()
+        self.refusals = self.verifier.refusals
         self.received = 0
         self.noted = 0
         self._halt = threading.Event()
         self.consuming = threading.Event()
+        #: The last message taken and not acknowledged, and how many.
+        self._unacked = None
+        self._unacked_count = 0
 
     def _connection(self):
         rabbit = self.conf.oslo_messaging_rabbit
@@ -303,13 +343,13 @@ class Consumer(threading.Thread):
             connect_timeout=5, failover_strategy='round-robin')
 
     def _queue(self, channel):
+        quorum = self.conf.oslo_messaging_rabbit.rabbit_quorum_queue
         exchange = kombu.Exchange(self.conf.control_exchange, 'topic',
                                   passive=True)
         return kombu.Queue(
-            self.topic, exchange=exchange, routing_key=self.topic,
-            durable=True, auto_delete=False, channel=channel,
-            queue_arguments={'x-message-ttl': QUEUE_TTL_MS,
-                             'x-expires': QUEUE_EXPIRES_MS})
+            queue_name(self.conf, quorum), exchange=exchange,
+            routing_key=self.topic, durable=True, auto_delete=False,
+            channel=channel, queue_arguments=queue_arguments(quorum))
 
     def run(self):
         delay = 1.0
@@ -340,11 +380,14 @@ class Consumer(threading.Thread):
         # The exchange is oslo.messaging's (the conductor's RPC server
         # declares it); the queue and its binding are ours.
         queue.declare()
+        self._unacked, self._unacked_count = None, 0
+        # Per consumer (global is not for quorum queues).
+        channel.basic_qos(0, PREFETCH, False)
         # py-amqp's messages as they come (their body is all we read), not
         # kombu's Message objects made of them.
-        channel.basic_consume(queue=self.topic, no_ack=True,
+        channel.basic_consume(queue=queue.name, no_ack=False,
                               callback=self._received)
-        LOG.info('Reading heartbeats from queue %s', self.topic)
+        LOG.info('Reading heartbeats from queue %s', queue.name)
         self.consuming.set()
         checked = time.monotonic()
         # Our plain TCP transport tells what it holds; TLS's does not.
@@ -356,32 +399,57 @@ class Consumer(threading.Thread):
             except TimeoutError:
                 pass
             if buffered is not None and not buffered():
-                # All read: let the next heartbeats gather, to be read
-                # with one system call and one wake-up, not one each.
+                # All read: acknowledge it, and let the next heartbeats
+                # gather, to be read with one system call and one
+                # wake-up, not one each.
+                self._ack()
                 self._halt.wait(self.PAUSE)
-            # AMQP heartbeats: a consumer that acknowledges nothing sends
-            # nothing else, busy or idle.
+            # AMQP heartbeats: sent when nothing else was, busy or idle.
             if time.monotonic() - checked >= self.TICK:
+                self._ack()
                 connection.heartbeat_check()
                 checked = time.monotonic()
 
+    def _ack(self):
+        """Acknowledge every message taken so far (one ``multiple``
+        acknowledgement)."""
+        message, self._unacked = self._unacked, None
+        self._unacked_count = 0
+        if message is not None:
+            message.channel.basic_ack(message.delivery_tag, multiple=True)
+
     def _received(self, message):
         self.received += 1
+        self._unacked = message
+        self._unacked_count += 1
         try:
-            context, body = decode(message.body)
+            self._take(message.body)
+        finally:
+            if self._unacked_count >= ACK_EVERY:
+                self._ack()
+
+    def _take(self, raw):
+        """Note the heartbeat of body ``raw``, or log its refusal."""
+        try:
+            if len(raw) > MAX_BODY:
+                raise signing.Refused('heartbeat of %d bytes, over the '
+                                      '%d-byte cap' % (len(raw), MAX_BODY))
+            context, body = decode(raw)
             hostname, sent = self.verifier.heartbeat(context, body)
         except signing.Refused as e:
-            self.refusals.refused(e)
+            self.refusals.refused(e, METHOD)
             return
-        except (ValueError, TypeError, AttributeError, KeyError) as e:
-            self.refusals.refused(signing.Refused('malformed heartbeat: %s'
-                                                  % str(e)[:100]))
+        except (ValueError, TypeError, AttributeError, KeyError,
+                RecursionError) as e:
+            # RecursionError: JSON nested deeper than the decoder goes.
+            self.refusals.refused(signing.Refused(
+                'malformed heartbeat: %s' % e), METHOD)
             return
         try:
             self.on_heartbeat(hostname, sent)
         except Exception:
             LOG.exception('The heartbeat of %s could not be noted',
-                          hostname)
+                          signing.loggable(hostname))
             return
         self.noted += 1
 

@@ -11,12 +11,19 @@ starts a comment). A sender signs with every key of its file and a
 receiver accepts a message one of whose signatures verifies with a key
 of its own file, so a key rotates without downtime: add a second key to
 both files (in any order), then drop the old one from both.
+
+A key file is for its owner alone (mode 0600, as this module writes
+them): one that its group or others may read or write is refused when
+read (:class:`~cyborg.common.exception.RPCKeyInsecure`), as ssh refuses
+such a private key, so that a key cannot be used from a file that others
+could have read or replaced.
 """
 
 import hashlib
 import os
 import re
 import secrets
+import stat
 import threading
 
 from cyborg.common import exception
@@ -81,8 +88,23 @@ def parse(text, path):
     return keys
 
 
+#: Mode bits a key file must not have: any for its group or others.
+OPEN_MODE_BITS = 0o077
+
+
+def check_mode(path, mode):
+    """Refuse (RPCKeyInsecure) the key file ``path`` of mode ``mode``
+    (``st_mode``) if its group or others may read or write it."""
+    if mode & OPEN_MODE_BITS:
+        raise exception.RPCKeyInsecure(path=path,
+                                       mode='%04o' % stat.S_IMODE(mode))
+
+
 def read(path):
+    """The keys of the key file ``path``; RPCKeyInsecure when its mode
+    lets others than its owner at it."""
     with open(path) as f:
+        check_mode(path, os.fstat(f.fileno()).st_mode)
         return parse(f.read(), path)
 
 
@@ -170,12 +192,14 @@ class KeyStore:
             if self.create_missing and not os.path.exists(path):
                 create(os.path.dirname(path), identity)
             try:
-                stat = os.stat(path)
+                info = os.stat(path)
             except OSError as e:
                 raise exception.RPCKeyMissing(
                     identity=identity, reason='%s: %s' % (path, e.strerror)
                 ) from None
-            mark = (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+            # The mode too: a file opened to others is refused at once.
+            mark = (info.st_mtime_ns, info.st_size, info.st_ino,
+                    info.st_mode)
             cached = self._cache.get(path)
             if cached is None or cached[0] != mark:
                 cached = self._cache[path] = (mark, read(path))

@@ -19,7 +19,13 @@ method, its arguments, namespace and version. The receiver:
   API's.
 
 Refusals are logged on the ``cyborg.security`` logger with the claimed
-and the proven sender. With ``[security] require_signed = False`` (a
+and the proven sender: per receiver, the first in full, then at most one
+summary a minute (:class:`RefusalLog`). What a log line takes from the
+wire (the claimed sender, the method, a reason that quotes them) is cut
+short and its control characters escaped (:func:`loggable`), so that a
+message can neither fill the log nor forge a line of it. A signed time
+must be a finite number within ``[security] max_message_age`` of now
+(:func:`check_window`). With ``[security] require_signed = False`` (a
 rolling upgrade), an unsigned message is accepted and logged; one whose
 signature does not verify is refused all the same.
 """
@@ -29,6 +35,7 @@ import contextlib
 import contextvars
 import hashlib
 import hmac
+import math
 import secrets
 import threading
 import time
@@ -41,6 +48,10 @@ from cyborg.common import keys
 
 LOG = logging.getLogger(__name__)
 SECURITY_LOG = logging.getLogger('cyborg.security')
+
+#: Longest sender or method name a log line shows, and longest reason.
+LOG_NAME_LIMIT = 64
+LOG_REASON_LIMIT = 200
 
 #: The context field that carries the signature.
 AUTH = 'cyborg_auth'
@@ -219,6 +230,13 @@ class Verifier:
         self._seen = collections.OrderedDict()
         self._lock = threading.Lock()
         self._unsigned_logged = set()
+        #: This receiver's refusals on ``cyborg.security``.
+        self.refusals = RefusalLog(role)
+
+    def log_refusal(self, refused, method):
+        """Log ``refused`` (Refused), a message of ``method`` (as the
+        wire names it), rate-limited: see :class:`RefusalLog`."""
+        self.refusals.refused(refused, method)
 
     def verify(self, ctxt, message):
         """``(sender, context)``: the proven sender (None for an unsigned
@@ -237,7 +255,8 @@ class Verifier:
             nonce = str(auth['nonce'])
         except (KeyError, TypeError, ValueError, AttributeError):
             raise Refused('malformed signature') from None
-        if not isinstance(sender, str):
+        # NaN is never out of the window (every comparison is False).
+        if not isinstance(sender, str) or not math.isfinite(sent):
             raise Refused('malformed signature')
         self._check_sender(sender)
         key_list = self._keys(sender, target)
@@ -278,7 +297,7 @@ class Verifier:
             SECURITY_LOG.warning(
                 'Accepting unsigned RPC messages (first: %s on %s) because '
                 '[security] require_signed is False; sign every peer, then '
-                'set it to True', method, self.topic)
+                'set it to True', loggable(method), self.topic)
         return None, ctxt
 
     def _check_sender(self, sender):
@@ -312,12 +331,8 @@ class Verifier:
                           proven=sender)
 
     def _check_fresh(self, sent, nonce, sender):
+        now = check_window(sent, self.conf, sender)
         window = self.conf.security.max_message_age
-        now = time.time()
-        if abs(now - sent) > window:
-            raise Refused('sent %.0f s from now, beyond the %d s window'
-                          % (sent - now, window), claimed=sender,
-                          proven=sender)
         with self._lock:
             while self._seen and next(iter(self._seen.values())) < (
                     now - 2 * window):
@@ -354,10 +369,83 @@ def _resolve(args, path):
     return value
 
 
+def check_window(sent, conf, sender):
+    """Refuse (Refused) a message of ``sender`` signed at ``sent``
+    (seconds since the epoch, a finite number) further than ``[security]
+    max_message_age`` from now; returns now."""
+    window = conf.security.max_message_age
+    now = time.time()
+    if abs(now - sent) > window:
+        raise Refused('sent %.0f s from now, beyond the %d s window'
+                      % (sent - now, window), claimed=sender, proven=sender)
+    return now
+
+
+def loggable(value, limit=LOG_NAME_LIMIT):
+    """``value`` (taken from the wire) fit for one log line: at most
+    ``limit`` characters, then ``...`` when there was more; backslashes,
+    control characters and other non-printable ones escaped as repr()
+    escapes them (a newline is the two characters ``\\n``)."""
+    text = value if isinstance(value, str) else str(value)
+    cut = len(text) > limit
+    pieces = []
+    size = 0
+    for char in text[:limit]:
+        if not char.isprintable() or char == '\\':
+            char = repr(char)[1:-1]
+        size += len(char)
+        if size > limit:
+            cut = True
+            break
+        pieces.append(char)
+    return ''.join(pieces) + ('...' if cut else '')
+
+
+def _fields(refused, method, role):
+    return {'role': role, 'method': loggable(method),
+            'reason': loggable(refused.reason, LOG_REASON_LIMIT),
+            'claimed': loggable(refused.claimed or 'none'),
+            'proven': loggable(refused.proven or 'none')}
+
+
 def log_refusal(refused, method, role):
+    """Log one refusal in full (wire values made :func:`loggable`)."""
     SECURITY_LOG.warning(
         'SECURITY: %(role)s refused RPC %(method)s: %(reason)s (claimed '
         'sender %(claimed)s, proven sender %(proven)s)',
-        {'role': role, 'method': method, 'reason': refused.reason,
-         'claimed': refused.claimed or 'none',
-         'proven': refused.proven or 'none'})
+        _fields(refused, method, role))
+
+
+class RefusalLog:
+    """The refusals of one receiver (``role``, as log lines name it) on
+    ``cyborg.security``: the first in full, then one summary per
+    ``period`` seconds at most, with how many there were and the last;
+    so a flood of refused messages costs a line a minute."""
+
+    def __init__(self, role, what='RPC messages', period=60.0,
+                 clock=time.monotonic):
+        self.role = role
+        self.what = what
+        self.period = period
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._next = None
+        self._count = 0
+
+    def refused(self, refused, method):
+        now = self.clock()
+        with self._lock:
+            self._count += 1
+            if self._next is not None and now < self._next:
+                return
+            count, self._count = self._count, 0
+            self._next = now + self.period
+        if count == 1:
+            log_refusal(refused, method, self.role)
+            return
+        fields = _fields(refused, method, self.role)
+        fields.update(count=count, period=self.period, what=self.what)
+        SECURITY_LOG.warning(
+            'SECURITY: %(role)s refused %(count)d %(what)s in the last '
+            '%(period)d s; the last: %(method)s: %(reason)s (claimed sender '
+            '%(claimed)s, proven sender %(proven)s)', fields)

@@ -10,6 +10,18 @@ match is dropped with its deployables, each with a warning naming the
 host. The binding checks the stored values again before it sends them
 (:func:`mdev_target`), so nothing it sends comes unchecked even from rows
 stored before these checks existed.
+
+A deployable's name is unique across hosts and names its Placement
+resource provider; agents name deployables ``<host>_<address>``
+(:func:`cyborg.accelerator.common.records.deployable_name`, the fake
+driver ``<host>_FakeDevice``). A deployable whose name does not start
+with the reporting host's (the proven sender's) ``<host>_`` is dropped
+with a warning, so that no host can take another host's name first and
+make that host's reports fail on the unique name. Dropped rather than
+refusing the whole report, as for the other checks: the report's other
+devices are still applied in its one transaction, and a name the host
+stored before (a squat made before this check) leaves the database with
+that report, unless an ARQ holds it.
 """
 
 import json
@@ -19,6 +31,7 @@ from oslo_log import log as logging
 
 from cyborg.accelerator.common import mdev
 from cyborg.accelerator.common import pci
+from cyborg.accelerator.common import records
 from cyborg.common import exception
 
 LOG = logging.getLogger(__name__)
@@ -116,10 +129,26 @@ def _checked_handles(hostname, deployable):
     return kept
 
 
+def _own_deployables(hostname, device):
+    """The deployables of ``device`` named after ``hostname``."""
+    prefix = records.deployable_name(hostname, '')
+    kept = []
+    for deployable in _items(device, 'deployable_list'):
+        name = deployable.name
+        if isinstance(name, str) and name.startswith(prefix):
+            kept.append(deployable)
+        else:
+            LOG.warning('Host %s reported deployable %.100r, whose name '
+                        'does not start with %r; it is dropped', hostname,
+                        name, prefix)
+    return kept
+
+
 def checked(hostname, devices):
     """``devices`` (a report of ``hostname``) without what fails its
-    schema: bad attach handles are dropped, and so are devices with a bad
-    control path id (with their deployables)."""
+    schema: bad attach handles are dropped, and so are deployables not
+    named after the host and devices with a bad control path id (with
+    their deployables)."""
     result = []
     for device in devices or []:
         cpid = device.controlpath_id
@@ -130,6 +159,8 @@ def checked(hostname, devices):
                         'dropped', hostname, cpid.cpid_info,
                         cpid.cpid_type, problem)
             continue
+        if device.obj_attr_is_set('deployable_list'):
+            device.deployable_list = _own_deployables(hostname, device)
         for deployable in _items(device, 'deployable_list'):
             deployable.attach_handle_list = _checked_handles(hostname,
                                                              deployable)

@@ -5,10 +5,12 @@ still heartbeat by RPC."""
 
 import logging
 import socket
+import threading
 import time
 import types
 from unittest import mock
 
+import amqp.exceptions
 import fixtures
 import kombu
 import kombu.utils.url
@@ -103,7 +105,14 @@ class HeartbeatChannelTest(base.TestCase):
         topic = self.hello('cmp-1')
         before = self.last_seen('cmp-1')
         old = types.SimpleNamespace(time=lambda: time.time() - 31)
-        with mock.patch.object(signing, 'time', old):
+        sign = signing.sign
+
+        def sign_before(*args):
+            # Only while signing: the conductor's check of the window
+            # (signing.check_window) must see the real clock.
+            with mock.patch.object(signing, 'time', old):
+                return sign(*args)
+        with mock.patch.object(signing, 'sign', sign_before):
             self.api.agent_heartbeat(self.ctx, 'cmp-1', topic=topic)
         wait_for(lambda: consumer.received == 1)
         self.assertEqual(0, consumer.noted)
@@ -222,3 +231,132 @@ class BrokerLostTest(base.TestCase):
         self.api.agent_heartbeat(self.ctx, 'cmp-1',
                                  topic=self.consumer.topic)
         wait_for(lambda: self.noted == ['cmp-1'])
+
+
+class BoundsTest(base.TestCase):
+    """What the broker and the channel let a host pile up on a
+    conductor: the queue's bounds, the prefetch, the body cap."""
+
+    def setUp(self):
+        super().setUp()
+        self.messaging = self.useFixture(cyborg_fixtures.Messaging(
+            self, self.conf, 'rabbit'))
+        [self.url] = heartbeats.broker_urls(self.conf)
+        self.exchange = kombu.Exchange(self.conf.control_exchange, 'topic',
+                                       durable=False)
+        with kombu.Connection(self.url) as connection:
+            self.exchange(connection.channel()).declare()
+        self.security = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.security', level=logging.WARNING))
+        self.noted = []
+        self.api = conductor_rpcapi.ConductorAPI()
+        self.ctx = context.get_admin_context()
+
+    def consumer(self, on_heartbeat=None):
+        consumer = heartbeats.Consumer(
+            self.conf, self.messaging.keys,
+            on_heartbeat or (lambda host, _sent: self.noted.append(host)),
+            urls=[self.url])
+        self.addCleanup(consumer.join, 5)
+        self.addCleanup(consumer.stop)
+        consumer.start()
+        self.assertTrue(consumer.consuming.wait(20))
+        return consumer
+
+    @staticmethod
+    def stopped(consumer):
+        consumer.stop()
+        consumer.join(10)
+        assert not consumer.is_alive()
+
+    def declare(self, arguments, name=None):
+        with kombu.Connection(self.url) as connection:
+            return kombu.Queue(
+                name or heartbeats.queue_name(self.conf),
+                exchange=self.exchange, routing_key=heartbeats.topic(
+                    self.conf), durable=True, auto_delete=False,
+                queue_arguments=arguments)(connection.channel()).declare()
+
+    def ready(self, name=None):
+        """Messages ready (not delivered) in the queue."""
+        with kombu.Connection(self.url) as connection:
+            _name, count, _consumers = connection.channel().queue_declare(
+                name or heartbeats.queue_name(self.conf), passive=True)
+            return count
+
+    def heartbeat(self, hostname='cmp-1'):
+        self.api.agent_heartbeat(self.ctx, hostname,
+                                 topic=heartbeats.topic(self.conf))
+
+    def test_the_queue_is_declared_with_its_bounds(self):
+        self.stopped(self.consumer())
+        # The same arguments: declared again; without the bounds (the
+        # first queue's), refused, so the queue has them.
+        self.declare(heartbeats.queue_arguments())
+        error = self.assertRaises(
+            amqp.exceptions.PreconditionFailed, self.declare,
+            {'x-message-ttl': heartbeats.QUEUE_TTL_MS,
+             'x-expires': heartbeats.QUEUE_EXPIRES_MS})
+        self.assertIn('inequivalent arg', str(error))
+
+    def test_the_queue_of_the_release_before_does_not_stop_the_channel(self):
+        # As a conductor of the release before declared it.
+        old = heartbeats.topic(self.conf)
+        self.declare({'x-message-ttl': heartbeats.QUEUE_TTL_MS,
+                      'x-expires': heartbeats.QUEUE_EXPIRES_MS}, name=old)
+        self.consumer()
+        self.heartbeat()
+        wait_for(lambda: self.noted == ['cmp-1'])
+        # Agents' casts reach both while both are bound.
+        wait_for(lambda: self.ready(old) == 1)
+
+    def test_a_quorum_queue_with_rabbit_quorum_queue(self):
+        self.flags(rabbit_quorum_queue=True, group='oslo_messaging_rabbit')
+        self.consumer()
+        self.heartbeat()
+        wait_for(lambda: self.noted == ['cmp-1'])
+        name = heartbeats.queue_name(self.conf, quorum=True)
+        self.declare(heartbeats.queue_arguments(quorum=True), name=name)
+        self.assertRaises(amqp.exceptions.PreconditionFailed, self.declare,
+                          heartbeats.queue_arguments(), name=name)
+
+    def test_the_oldest_go_when_the_queue_is_full(self):
+        self.useFixture(fixtures.MockPatchObject(heartbeats, 'MAX_QUEUED',
+                                                 5))
+        self.stopped(self.consumer())
+        hosts = ['cmp-%d' % number for number in range(12)]
+        for hostname in hosts:
+            self.heartbeat(hostname)
+        wait_for(lambda: self.ready() == 5)
+        self.consumer()
+        wait_for(lambda: self.noted == hosts[-5:])
+
+    def test_the_broker_pushes_at_most_the_prefetch(self):
+        self.useFixture(fixtures.MockPatchObject(heartbeats, 'PREFETCH', 3))
+        held = threading.Event()
+        self.addCleanup(held.set)
+
+        def stuck(hostname, _sent):
+            held.wait(30)
+            self.noted.append(hostname)
+        consumer = self.consumer(stuck)
+        for number in range(10):
+            self.heartbeat('cmp-%d' % number)
+        wait_for(lambda: consumer.received == 1)
+        # Three delivered (one of them being noted), seven wait.
+        wait_for(lambda: self.ready() == 7)
+        held.set()
+        wait_for(lambda: len(self.noted) == 10)
+        wait_for(lambda: self.ready() == 0)
+
+    def test_a_big_body_is_refused_and_the_channel_goes_on(self):
+        self.consumer()
+        with kombu.Connection(self.url) as connection:
+            connection.Producer().publish(
+                b'x' * (heartbeats.MAX_BODY + 1), exchange=self.exchange,
+                routing_key=heartbeats.topic(self.conf))
+        self.heartbeat()
+        wait_for(lambda: self.noted == ['cmp-1'])
+        self.assertIn('heartbeat of %d bytes, over the %d-byte cap'
+                      % (heartbeats.MAX_BODY + 1, heartbeats.MAX_BODY),
+                      self.security.output)

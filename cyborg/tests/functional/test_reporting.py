@@ -202,6 +202,26 @@ class _ReportingTests:
         self.assertEqual(['TEST_PCI', 'TEST_PCI'], [
             h.attach_type for h in self.rows(models.AttachHandle)])
 
+    def test_a_host_cannot_take_another_hosts_deployable_name(self):
+        other = 'host-%s' % uuid.uuid4().hex[:12]
+        db_hosts.record_hello(self.ctx, other, other, '1', [])
+        self.placement.create_compute_node(other)
+        name = '%s_0000_3b_00_0' % other
+        squat = get_test_device(self.hostname)
+        squat.deployable_list[0].name = name
+        self.report([squat])
+        self.assertEqual([], self.rows(models.Deployable))
+        self.assertIsNone(self.provider(name))
+        # The host it names reports it later: stored, in Placement.
+        theirs = get_test_device(other)
+        theirs.deployable_list[0].name = name
+        digest = agent_reporter.report_hash([theirs], None)
+        self.assertEqual(digest, reporting.Reporting(self.conf).report(
+            self.ctx, other, [theirs], digest, None, None))
+        self.assertEqual([name], [d.name for d in self.rows(
+            models.Deployable)])
+        self.assertIsNotNone(self.provider(name))
+
     def test_same_report_again_writes_and_calls_nothing(self):
         devices = [get_test_device(self.hostname),
                    get_test_device(self.hostname, function=1)]

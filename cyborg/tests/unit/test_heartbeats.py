@@ -111,6 +111,55 @@ class ChannelTest(base.TestCase):
         self.assertEqual([], self.noted)
         self.assertEqual(6, self.consumer.received)
 
+    def test_a_time_that_is_not_a_finite_number_is_refused(self):
+        for sent in (float('nan'), float('inf'), float('-inf')):
+            self.receive(body(self.store, 'cmp-1', 'cmp-1', sent=sent))
+        self.assertEqual([], self.noted)
+        self.assertIn('malformed signature', self.security.output)
+        # NaN did not become the host's last time: a real one is taken.
+        self.receive(body(self.store, 'cmp-1', 'cmp-1'))
+        self.assertEqual(['cmp-1'], [h for h, _sent in self.noted])
+
+    def test_a_body_over_the_cap_is_refused_undecoded(self):
+        raw = body(self.store, 'cmp-1', 'cmp-1')
+        big = raw + b' ' * (heartbeats.MAX_BODY + 1 - len(raw))
+        with mock.patch.object(heartbeats, 'decode') as decode:
+            self.receive(big)
+        decode.assert_not_called()
+        self.assertEqual([], self.noted)
+        self.assertIn('heartbeat of %d bytes, over the %d-byte cap'
+                      % (len(big), heartbeats.MAX_BODY), self.security.output)
+        self.receive(raw)
+        self.assertEqual(1, len(self.noted))
+
+    def test_json_nested_too_deep_is_refused(self):
+        self.receive(b'[' * (heartbeats.MAX_BODY - 1))
+        self.assertIn('malformed heartbeat', self.security.output)
+        self.assertEqual(1, self.consumer.received)
+
+    def test_a_wire_method_is_logged_short_and_escaped(self):
+        self.receive(body(self.store, 'cmp-1', 'cmp-1',
+                          method='x\nSECURITY: forged' + 'y' * 1000))
+        [line] = self.security.output.splitlines()
+        self.assertIn('x\\nSECURITY: forged', line)
+        self.assertLess(len(line), 400)
+
+    def test_messages_are_acknowledged_in_batches(self):
+        channel = mock.Mock()
+        raw = body(self.store, 'cmp-1', 'cmp-1')
+        for tag in range(1, heartbeats.ACK_EVERY + 3):
+            # Taken or refused, each is acknowledged.
+            self.consumer._received(mock.Mock(
+                body=raw if tag % 2 else b'garbage', delivery_tag=tag,
+                channel=channel))
+        channel.basic_ack.assert_called_once_with(heartbeats.ACK_EVERY,
+                                                  multiple=True)
+        self.consumer._ack()
+        channel.basic_ack.assert_called_with(heartbeats.ACK_EVERY + 2,
+                                             multiple=True)
+        self.consumer._ack()
+        self.assertEqual(2, channel.basic_ack.call_count)
+
     def test_unsigned_heartbeats_pass_during_an_upgrade(self):
         self.flags(require_signed=False, group='security')
         message = {'method': 'agent_heartbeat',
@@ -159,6 +208,24 @@ class BrokerTest(base.TestCase):
         self.assertEqual(('/ca.pem', '/c.pem', '/k.pem'),
                          (options['ca_certs'], options['certfile'],
                           options['keyfile']))
+
+
+class QueueTest(base.TestCase):
+
+    def test_a_bounded_queue_of_a_new_name_on_the_same_topic(self):
+        self.flags(rpc_topic_prefix='p-')
+        self.assertEqual('p-cyborg-heartbeat', heartbeats.topic(self.conf))
+        self.assertEqual('p-cyborg-heartbeat.2',
+                         heartbeats.queue_name(self.conf))
+        self.assertEqual('p-cyborg-heartbeat.2.quorum',
+                         heartbeats.queue_name(self.conf, quorum=True))
+        arguments = heartbeats.queue_arguments()
+        self.assertEqual({'x-message-ttl': 60000, 'x-expires': 3600000,
+                          'x-max-length': 10000,
+                          'x-max-length-bytes': 16 * 1024 * 1024,
+                          'x-overflow': 'drop-head'}, arguments)
+        self.assertEqual(dict(arguments, **{'x-queue-type': 'quorum'}),
+                         heartbeats.queue_arguments(quorum=True))
 
 
 class HeardAtTest(base.TestCase):

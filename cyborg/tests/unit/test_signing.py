@@ -2,6 +2,7 @@
 rotation and the upgrade switch; and the conductor and an agent served on
 the in-process transport refusing what they must."""
 
+import logging
 import os
 import re
 import time
@@ -73,8 +74,40 @@ class KeysTest(base.TestCase):
         path = os.path.join(self.dir, 'api.key')
         with open(path, 'w') as f:
             f.write('# comment\nnot-a-key\n')
+        os.chmod(path, 0o600)
         error = self.assertRaises(exception.RPCKeyMissing, keys.read, path)
         self.assertIn('line 2', str(error))
+
+    def test_a_key_file_open_to_group_or_others_is_refused(self):
+        path, _created = keys.create(self.dir, keys.API)
+        store = keys.KeyStore(self.dir)
+        store.keys(keys.API)
+        for mode in (0o640, 0o604, 0o620, 0o602, 0o644):
+            os.chmod(path, mode)
+            for read in (lambda: keys.read(path),
+                         lambda: store.keys(keys.API)):
+                error = self.assertRaises(exception.RPCKeyInsecure, read)
+                self.assertIn(path, str(error))
+                self.assertIn('%04o' % mode, str(error))
+                self.assertIn('chmod 600 %s' % path, str(error))
+            self.assertRaises(exception.RPCKeyInsecure, keys.rotate,
+                              self.dir, keys.API)
+        os.chmod(path, 0o400)
+        self.assertEqual(keys.read(path), store.keys(keys.API))
+
+    def test_key_files_are_written_0600_whatever_the_umask(self):
+        old = os.umask(0)
+        self.addCleanup(os.umask, old)
+        path, _created = keys.create(self.dir, keys.API)
+        self.assertEqual(0o600, os.stat(path).st_mode & 0o777)
+        for change in (keys.rotate, keys.retire):
+            change(self.dir, keys.API)
+            self.assertEqual(0o600, os.stat(path).st_mode & 0o777)
+        own = os.path.join(self.dir, 'own', 'own.key')
+        keys.write(own, [keys.new_key()])
+        self.assertEqual(0o600, os.stat(own).st_mode & 0o777)
+        self.assertEqual(0o700, os.stat(os.path.dirname(own)).st_mode
+                         & 0o777)
 
 
 class VerifierTest(base.TestCase):
@@ -137,6 +170,24 @@ class VerifierTest(base.TestCase):
                      dict(good[signing.AUTH], context=[['x']]),
                      dict(good[signing.AUTH], sender='host:../../etc')):
             self.refused(self.conductor, dict(good, **{signing.AUTH: auth}))
+
+    def test_a_time_that_is_not_a_finite_number_is_refused(self):
+        for sent in ('nan', 'inf', '-inf', float('nan'), float('inf')):
+            with fixtures.MockPatch('time.time', return_value=sent):
+                ctxt = self.signed('host:cmp-1')
+            error = self.refused(self.conductor, ctxt)
+            self.assertEqual('malformed signature', error.reason, sent)
+
+    def test_the_window_is_one_rule(self):
+        self.flags(max_message_age=60, group='security')
+        now = time.time()
+        self.assertLessEqual(now, signing.check_window(now - 59, self.conf,
+                                                       'host:cmp-1'))
+        for sent in (now - 61, now + 61):
+            error = self.assertRaises(signing.Refused, signing.check_window,
+                                      sent, self.conf, 'host:cmp-1')
+            self.assertIn('beyond the 60 s window', error.reason)
+            self.assertEqual('host:cmp-1', error.proven)
 
     def test_unsigned_only_while_upgrading(self):
         self.refused(self.conductor, dict(CTXT))
@@ -201,6 +252,60 @@ class VerifierTest(base.TestCase):
         self.assertRaises(signing.Refused, self.conductor.authorize,
                           'host:cmp-1', 'device_profile_delete',
                           manager.device_profile_delete, args)
+
+
+class SecurityLogTest(base.TestCase):
+    """What a refusal writes to the log: bounded, one line each, and at
+    most a line a minute per receiver however many come."""
+
+    def setUp(self):
+        super().setUp()
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.security', level=logging.WARNING))
+        self.verifier = signing.Verifier(None, self.conf,
+                                         signing.CONDUCTOR_ROLE, TOPIC, None)
+
+    def test_wire_values_are_cut_short_and_escaped(self):
+        self.assertEqual('host:cmp-1', signing.loggable('host:cmp-1'))
+        self.assertEqual('a' * 64 + '...', signing.loggable('a' * 5000000))
+        self.assertEqual('x\\nSECURITY: forged',
+                         signing.loggable('x\nSECURITY: forged'))
+        self.assertEqual('\\x00\\x1b[31m\\u2028\\\\n',
+                         signing.loggable('\x00\x1b[31m\u2028\\n'))
+        # An escape is never cut in two.
+        self.assertEqual('ab...', signing.loggable('ab\n', 3))
+        self.assertEqual("['x']", signing.loggable(['x']))
+
+    def test_a_refusal_is_one_bounded_line(self):
+        self.verifier.log_refusal(signing.Refused(
+            'no signature verifies with a key of %s' % ('h\n' * 10 ** 6),
+            claimed='host:' + 'h\n' * 10 ** 6), 'm\nSECURITY: x' * 1000)
+        [line] = self.logs.output.splitlines()
+        self.assertLess(len(line), 600)
+        self.assertIn('refused RPC m\\nSECURITY: x', line)
+        self.assertIn('claimed sender host:h\\nh\\n', line)
+        self.assertEqual(3, line.count('...'))
+
+    def test_a_flood_is_logged_once_then_once_a_minute(self):
+        refusals = self.verifier.refusals
+        refusals.clock = lambda: now
+        now = 1000.0
+        for number in range(1000):
+            self.verifier.log_refusal(signing.Refused(
+                'replayed message', claimed='host:cmp-%d' % number),
+                'report_data')
+        self.assertEqual(1, len(self.logs.output.splitlines()))
+        now += 61
+        self.verifier.log_refusal(signing.Refused('last one'), 'x')
+        lines = self.logs.output.splitlines()
+        self.assertEqual(2, len(lines))
+        self.assertIn('SECURITY: conductor refused 1000 RPC messages in the '
+                      'last 60 s; the last: x: last one', lines[1])
+        # Each receiver counts its own.
+        other = signing.Verifier(None, self.conf, signing.AGENT_ROLE,
+                                 'cyborg-agent', 'cmp-1')
+        other.log_refusal(signing.Refused('replayed message'), 'y')
+        self.assertEqual(3, len(self.logs.output.splitlines()))
 
 
 class _Conductor:

@@ -104,6 +104,26 @@ class ReportChecksTest(base.TestCase):
         self.assertIn('Host host-a reported a device with control path id',
                       self.logs.output)
 
+    def test_a_deployable_not_named_after_the_host_is_dropped(self):
+        device = get_test_device([])
+        own = device.deployable_list[0]
+        self.assertEqual('host-a_0000_3b_00_0', own.name)
+        squat = records.deployable('host-b', GPU, 'VGPU', [], [])
+        device.deployable_list = [own, squat, dd.DriverDeployable(
+            name='host-a', num_accelerators=1)]
+        [checked] = report_checks.checked('host-a', [device])
+        self.assertEqual([own], checked.deployable_list)
+        self.assertIn("Host host-a reported deployable 'host-b_0000_3b_00_0'"
+                      ", whose name does not start with 'host-a_'",
+                      self.logs.output)
+        # The host's own names, as its agent makes them of its host name.
+        dotted = records.deployable('cmp-1.example.org', GPU, 'VGPU', [], [])
+        device.deployable_list = [dotted]
+        [checked] = report_checks.checked('cmp-1.example.org', [device])
+        self.assertEqual([dotted], checked.deployable_list)
+        self.assertEqual([], report_checks.checked('host-b', [
+            get_test_device([])])[0].deployable_list)
+
     def test_mdev_target_of_stored_values(self):
         info = json.loads(records.mdev_handle(GPU, 'nvidia-222',
                                               3).attach_info)
