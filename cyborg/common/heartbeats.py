@@ -83,6 +83,7 @@ import kombu
 import kombu.transport.pyamqp
 from oslo_log import log as logging
 import oslo_messaging as messaging
+from oslo_messaging._drivers import impl_rabbit
 
 from cyborg.common import keys
 from cyborg.common import signing
@@ -168,14 +169,28 @@ def broker_urls(conf):
 
 def ssl_options(conf):
     """kombu's ``ssl`` argument from [oslo_messaging_rabbit] (False: no
-    TLS), as oslo.messaging sets up its own connections."""
+    TLS), as oslo.messaging's rabbit driver makes it from the same
+    options (``Connection._fetch_ssl_params``): ``ssl_version`` is its
+    protocol; with ``ssl_ca_file`` the broker's certificate is verified,
+    and its name too when ``transport_url`` names one host (with several,
+    kombu takes the name of the host it connects to)."""
     rabbit = conf.oslo_messaging_rabbit
     if not rabbit.ssl:
         return False
     options = {}
+    if rabbit.ssl_version:
+        options['ssl_version'] = impl_rabbit.Connection.validate_ssl_version(
+            rabbit.ssl_version)
     if rabbit.ssl_ca_file:
         options['ca_certs'] = rabbit.ssl_ca_file
         options['cert_reqs'] = ssl.CERT_REQUIRED
+        try:
+            hosts = messaging.TransportURL.parse(conf,
+                                                 conf.transport_url).hosts
+        except messaging.InvalidTransportURL:
+            hosts = []
+        options['server_hostname'] = (hosts[0].hostname if len(hosts) == 1
+                                      else None)
     if rabbit.ssl_cert_file:
         options['certfile'] = rabbit.ssl_cert_file
     if rabbit.ssl_key_file:

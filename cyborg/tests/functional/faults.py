@@ -4,19 +4,29 @@
 on the shared MariaDB, say): closed, nothing listens on its port and
 every connection through it is reset, exactly what cyborg sees when the
 server stops; opened again, the server is back. The shared server itself
-is never touched. ``PrivateRabbit`` is a RabbitMQ node of the test's own.
+is never touched. ``PrivateRabbit`` is a RabbitMQ node of the test's own,
+with a TLS listener if asked (its certificate from a ``TestCA``).
 """
 
+import datetime
+import ipaddress
 import os
 import pwd
 import shutil
 import signal
 import socket
 import struct
+import subprocess
 import tempfile
 import threading
 import time
 
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID
+from cryptography.x509.oid import NameOID
 import sqlalchemy as sa
 
 from cyborg.tests import services
@@ -161,6 +171,79 @@ def _sigkill_until_gone(find, timeout, what):
         time.sleep(0.1)
 
 
+def _write(path, data, mode=0o644):
+    with open(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode),
+              'wb') as f:
+        f.write(data)
+    return path
+
+
+def _san(host):
+    try:
+        return x509.IPAddress(ipaddress.ip_address(host))
+    except ValueError:
+        return x509.DNSName(host)
+
+
+class CertificateAuthority:
+    """A certificate authority of a test's own: its certificate is
+    ``path`` (PEM), its key stays in memory. Keys are EC P-256, quick to
+    make; certificates are valid for a day."""
+
+    def __init__(self, directory, name):
+        self.name = x509.Name([x509.NameAttribute(
+            NameOID.COMMON_NAME, 'cyborg test CA %s' % name)])
+        self.key = ec.generate_private_key(ec.SECP256R1())
+        self.certificate = self._sign(self.name, self.key.public_key(), [
+            (x509.BasicConstraints(ca=True, path_length=0), True),
+            (x509.KeyUsage(
+                digital_signature=False, content_commitment=False,
+                key_encipherment=False, data_encipherment=False,
+                key_agreement=False, key_cert_sign=True, crl_sign=True,
+                encipher_only=False, decipher_only=False), True)])
+        self.path = _write(os.path.join(directory, '%s-ca.pem' % name),
+                           self.certificate.public_bytes(
+                               serialization.Encoding.PEM))
+
+    def _sign(self, subject, public_key, extensions):
+        now = datetime.datetime.now(datetime.timezone.utc)
+        builder = (x509.CertificateBuilder()
+                   .subject_name(subject).issuer_name(self.name)
+                   .public_key(public_key)
+                   .serial_number(x509.random_serial_number())
+                   .not_valid_before(now - datetime.timedelta(minutes=5))
+                   .not_valid_after(now + datetime.timedelta(days=1))
+                   .add_extension(x509.SubjectKeyIdentifier
+                                  .from_public_key(public_key), False)
+                   .add_extension(x509.AuthorityKeyIdentifier
+                                  .from_issuer_public_key(
+                                      self.key.public_key()), False))
+        for extension, critical in extensions:
+            builder = builder.add_extension(extension, critical)
+        return builder.sign(self.key, hashes.SHA256())
+
+    def issue(self, directory, name, hosts):
+        """A server certificate for ``hosts`` (names and IP addresses):
+        the paths of its certificate and of its key (unencrypted, mode
+        0600)."""
+        key = ec.generate_private_key(ec.SECP256R1())
+        certificate = self._sign(
+            x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]),
+            key.public_key(), [
+                (x509.BasicConstraints(ca=False, path_length=None), True),
+                (x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]),
+                 False),
+                (x509.SubjectAlternativeName([_san(h) for h in hosts]),
+                 False)])
+        return (_write(os.path.join(directory, name + '.pem'),
+                       certificate.public_bytes(serialization.Encoding.PEM)),
+                _write(os.path.join(directory, name + '.key'),
+                       key.private_bytes(
+                           serialization.Encoding.PEM,
+                           serialization.PrivateFormat.PKCS8,
+                           serialization.NoEncryption()), mode=0o600))
+
+
 class PrivateRabbit:
     """A RabbitMQ node of the test's own, on free loopback ports with its
     data in a directory of its own, that the test stops (SIGKILL, as a
@@ -174,12 +257,19 @@ class PrivateRabbit:
     ``su rabbitmq -c``, which puts it in a session of its own, and the
     VM's erl_child_setup does the same. So the node is also found by the
     node name in its processes' environment, and killed with them.
+
+    With ``tls``, the node also listens for AMQP over TLS on ``tls_port``
+    (``tls_url``), with a server certificate for 127.0.0.1 and localhost
+    from a CA of its own (``ca``; its certificate is ``ca_file``).
+    Clients present no certificate (the listener would verify one that
+    is presented). The plain listener (``port``, ``url``) stays: the node
+    is started and managed through it.
     """
 
     START_TIMEOUT = 60
     KILL_TIMEOUT = 30
 
-    def __init__(self, test):
+    def __init__(self, test, tls=False):
         self.test = test
         # Not under the test's directory: run as root, the node runs as
         # the rabbitmq user, which must reach it.
@@ -189,6 +279,7 @@ class PrivateRabbit:
         self.dist_port = daemons.free_port()
         self.nodename = 'cyborgtest%d@localhost' % self.port
         self.url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.port
+        self.tls_port = self.ca = self.ca_file = self.tls_url = None
         self.daemon = None
         self.problem = None
         self._starts = 0
@@ -200,11 +291,50 @@ class PrivateRabbit:
             return
         for name in ('mnesia', 'log'):
             os.makedirs(os.path.join(self.directory, name), exist_ok=True)
+        config = self._tls_config() if tls else ''
         for name, text in (('enabled_plugins', '[].\n'),
-                           ('rabbitmq.conf', '')):
+                           ('rabbitmq.conf', config)):
             with open(os.path.join(self.directory, name), 'w') as f:
                 f.write(text)
         self._own_by_rabbitmq_user()
+
+    def _tls_config(self):
+        """Make the CA and the server's certificate; the rabbitmq.conf
+        lines (RabbitMQ 3.8 and later) of a TLS listener on loopback."""
+        self.tls_port = daemons.free_port()
+        self.tls_url = 'rabbit://guest:guest@127.0.0.1:%d/' % self.tls_port
+        self.ca = CertificateAuthority(self.directory, 'broker')
+        self.ca_file = self.ca.path
+        certificate, key = self.ca.issue(self.directory, 'server',
+                                         ['127.0.0.1', 'localhost'])
+        return '\n'.join([
+            'listeners.ssl.default = 127.0.0.1:%d' % self.tls_port,
+            'ssl_options.cacertfile = ' + self.ca_file,
+            'ssl_options.certfile = ' + certificate,
+            'ssl_options.keyfile = ' + key,
+            'ssl_options.verify = verify_peer',
+            'ssl_options.fail_if_no_peer_cert = false', ''])
+
+    def tls_options(self, ca_file=None):
+        """The ``[oslo_messaging_rabbit]`` options of a client of
+        ``tls_url`` that verifies the broker against ``ca_file`` (this
+        node's CA unless given); none for a node without TLS."""
+        if self.tls_port is None:
+            return {}
+        return {'ssl': True, 'ssl_ca_file': ca_file or self.ca_file}
+
+    def user_url(self, user, password):
+        """The URL of ``user`` on this node: on the TLS port if it has
+        one (the plain one stays open for its own management)."""
+        return 'rabbit://%s:%s@127.0.0.1:%d/' % (
+            user, password, self.tls_port or self.port)
+
+    def ctl(self, *args):
+        """``rabbitmqctl`` on this node; its output."""
+        env = dict(os.environ, **self._environment())
+        return subprocess.run(['rabbitmqctl', '-n', self.nodename, *args],
+                              env=env, check=True, capture_output=True,
+                              text=True).stdout
 
     def _own_by_rabbitmq_user(self):
         """Run as root, rabbitmq-server drops to the rabbitmq user, which
@@ -240,10 +370,13 @@ class PrivateRabbit:
         }
 
     def answers(self):
+        """Whether it accepts connections (on both ports, with TLS)."""
         try:
-            with socket.create_connection(('127.0.0.1', self.port),
-                                          timeout=1):
-                return True
+            for port in filter(None, (self.port, self.tls_port)):
+                with socket.create_connection(('127.0.0.1', port),
+                                              timeout=1):
+                    pass
+            return True
         except OSError:
             return False
 
@@ -287,10 +420,11 @@ class PrivateRabbit:
                             'the private RabbitMQ node %s' % self.nodename)
 
     @classmethod
-    def started(cls, test):
-        """A started node of ``test``'s own; the test is skipped (or
-        fails under CYBORG_TEST_REQUIRE_SERVICES) where none can run."""
-        rabbit = cls(test)
+    def started(cls, test, tls=False):
+        """A started node of ``test``'s own (with a TLS listener if
+        ``tls``); the test is skipped (or fails under
+        CYBORG_TEST_REQUIRE_SERVICES) where none can run."""
+        rabbit = cls(test, tls=tls)
         if rabbit.problem is None:
             rabbit.start()
         if rabbit.problem is not None:
