@@ -296,7 +296,7 @@ class SignedDispatcher(dispatcher.RPCDispatcher):
                                                 func(context, **kwargs))
 
     def _refuse(self, refused, method):
-        signing.log_refusal(refused, method, self.verifier.role)
+        self.verifier.log_refusal(refused, method)
         try:
             raise exception.RPCRefused(reason=refused.reason)
         except exception.RPCRefused:

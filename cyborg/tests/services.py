@@ -11,7 +11,6 @@ import os
 import socket
 import urllib.parse
 
-import testtools
 
 REQUIRE_ENV = 'CYBORG_TEST_REQUIRE_SERVICES'
 
@@ -56,5 +55,5 @@ def unavailable(test, problem):
     or fail it when ``CYBORG_TEST_REQUIRE_SERVICES`` is set."""
     if services_required():
         test.fail('%s, and %s is set' % (problem, REQUIRE_ENV))
-    raise testtools.testcase.TestSkipped(
-        '%s; set %s=1 to make this a failure' % (problem, REQUIRE_ENV))
+    test.skipTest('%s; set %s=1 to make this a failure'
+                  % (problem, REQUIRE_ENV))
