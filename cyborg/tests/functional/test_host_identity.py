@@ -14,12 +14,14 @@ trees are as they were.
 import inspect
 import os
 import shutil
+import ssl
 import subprocess
 import sys
 
 from amqp import exceptions as amqp_exceptions
 import kombu
 import oslo_messaging as messaging
+from oslo_messaging._drivers import impl_rabbit
 import sqlalchemy as sa
 
 from cyborg.agent import admin as agent_admin
@@ -92,12 +94,17 @@ class _NoKeys:
         raise exception.RPCKeyMissing(identity=identity, reason='none')
 
 
-class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
+class CompromisedHost(test_daemons._Daemons):
+    """The deployment a compromised host attacks: a private RabbitMQ node
+    (over TLS only with ``tls``) whose vhost, users and permissions are
+    what ``cyborg-status keys broker`` prints, a conductor and the agents
+    of HOSTS, each with its own broker user and key."""
 
     backend = 'mysql'
+    tls = False
 
     def broker_url(self):
-        self.rabbit = faults.PrivateRabbit.started(self)
+        self.rabbit = faults.PrivateRabbit.started(self, tls=self.tls)
         # On a vhost of its own, as an operator sets it up with the
         # commands cyborg-status keys broker prints.
         self.vhost = 'cyborg-test'
@@ -116,22 +123,21 @@ class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
         return self.url('cyborg-conductor')
 
     def rabbitmqctl(self, *args):
-        env = dict(os.environ, **self.rabbit._environment())
-        subprocess.run(['rabbitmqctl', '-n', self.rabbit.nodename, *args],
-                       env=env, check=True, capture_output=True)
+        return self.rabbit.ctl(*args)
 
     def url(self, user):
         """``user`` (a broker user, or a host: its user) on the vhost."""
         if user in HOSTS:
             user = broker.user_name(broker.AGENT, user)
-        return 'rabbit://%s:pw-%s@127.0.0.1:%d/%s' % (
-            user, user, self.rabbit.port, self.vhost)
+        return self.rabbit.user_url(user, 'pw-' + user) + self.vhost
 
     def config(self, name, host, **sections):
         sections.setdefault('placement', {
             'auth_type': 'admin_token', 'token': 'admin',
             'endpoint': self.placement.endpoint})
         sections.setdefault('DEFAULT', {}).update(rpc_topic_prefix='')
+        sections.setdefault('oslo_messaging_rabbit',
+                            self.rabbit.tls_options())
         sections.setdefault('conductor', {}).update(host_down_timeout=600)
         if name.startswith('agent-'):
             # The host's own broker user and its key alone.
@@ -169,6 +175,9 @@ class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
         wait_for(self.settled, timeout=90)
         rpc.register_opts(self.conf)
         self.conf.set_override('control_exchange', 'cyborg')
+        self.conf.register_opts(impl_rabbit.rabbit_opts,
+                                group='oslo_messaging_rabbit')
+        self.flags(group='oslo_messaging_rabbit', **self.rabbit.tls_options())
         # What the API made: a profile and an ARQ, through RPC with the
         # API's broker user and key.
         api = self.client('cyborg-api', keys.KeyStore(self.key_dir),
@@ -218,6 +227,13 @@ class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
     def amqp_url(self, user):
         """``user``'s URL for kombu, without oslo.messaging."""
         return self.url(user).replace('rabbit://', 'amqp://', 1)
+
+    def kombu(self, user, **kwargs):
+        """A kombu connection of ``user``'s (TLS as the daemons')."""
+        if self.tls:
+            kwargs['ssl'] = {'ca_certs': self.rabbit.ca_file,
+                             'cert_reqs': ssl.CERT_REQUIRED}
+        return kombu.Connection(self.amqp_url(user), **kwargs)
 
     # What is there, and must stay.
 
@@ -325,12 +341,16 @@ class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
         """hostA's broker user cannot publish ``method`` where hostB's
         agent reads (the body is what RPC would send; RabbitMQ looks only
         at the exchange and the routing key)."""
-        with kombu.Connection(self.amqp_url('hostA'), transport_options={
+        with self.kombu('hostA', transport_options={
                 'confirm_publish': True}) as connection:
             self.assertRaises(
                 amqp_exceptions.AccessRefused, connection.Producer().publish,
                 {'method': method, 'args': {}}, exchange='cyborg',
                 routing_key='cyborg-agent.hostB')
+
+
+
+class CompromisedHostTest(CompromisedHost, base.TestCase):
 
     def test_host_a_can_do_nothing_to_host_b_or_for_the_api(self):
         before = self.world()
@@ -390,7 +410,7 @@ class CompromisedHostTest(test_daemons._Daemons, base.TestCase):
                                        as_whom)
         self.assertIn('remove_mdev', agent_methods)
         # Nor can hostA's user read hostB's queue.
-        with kombu.Connection(self.amqp_url('hostA')) as connection:
+        with self.kombu('hostA') as connection:
             self.assertRaises(amqp_exceptions.AccessRefused,
                               connection.channel().basic_get,
                               'cyborg-agent.hostB')
