@@ -1,0 +1,69 @@
+"""What cyborg.common.rabbit relies on in oslo.messaging's RabbitMQ driver
+(private names): a release that changes any of it fails here first."""
+
+import inspect
+
+from oslo_messaging._drivers import amqpdriver
+from oslo_messaging._drivers import impl_rabbit
+from oslo_messaging._drivers import pool
+import oslo_messaging as messaging
+
+from cyborg.common import keys
+from cyborg.common import rabbit
+from cyborg.common import rpc
+from cyborg.tests import base
+
+
+class RabbitDriverTest(base.TestCase):
+
+    def driver(self, identity):
+        rpc.register_opts(self.conf)
+        url = messaging.TransportURL.parse(
+            self.conf, 'rabbit://u:p@127.0.0.1:1/')
+        return rabbit.Driver(
+            self.conf, url, default_exchange='cyborg',
+            owner=rabbit.reply_owner(identity, 'r1-'),
+            guest=identity != keys.CONDUCTOR)
+
+    def test_reply_queues_are_named_by_their_reader(self):
+        for identity, prefix in (('host:cmp-1', 'reply_r1-host.cmp-1.'),
+                                 (keys.API, 'reply_r1-api.'),
+                                 (keys.CONDUCTOR, 'reply_r1-conductor.')):
+            name = self.driver(identity)._get_reply_queue_name()
+            self.assertTrue(name.startswith(prefix), name)
+            int(name[len(prefix):], 16)
+        # oslo.messaging names the reply queue with this method.
+        self.assertIn('self._get_reply_queue_name()', inspect.getsource(
+            amqpdriver.AMQPDriverBase._get_reply_q))
+
+    def test_a_guest_connects_with_the_guest_connection(self):
+        self.assertIs(rabbit.GuestConnection, self.driver(
+            'host:cmp-1')._connection_pool.connection_cls)
+        self.assertIs(impl_rabbit.Connection, self.driver(
+            keys.CONDUCTOR)._connection_pool.connection_cls)
+        # The pool makes its connections of that attribute.
+        self.assertIn('self.connection_cls(', inspect.getsource(
+            pool.ConnectionPool.create))
+
+    def test_the_private_names_the_guest_connection_overrides(self):
+        # Consumers are declared through declare_consumer (also by the
+        # listener and reply waiter), which calls consumer.declare(conn);
+        # every publish goes through _publish, which skips declaring a
+        # passive exchange.
+        for name in ('declare_topic_consumer', 'declare_direct_consumer'):
+            self.assertIn('self.declare_consumer(consumer)',
+                          inspect.getsource(getattr(impl_rabbit.Connection,
+                                                    name)))
+        self.assertIn('consumer.declare(self)', inspect.getsource(
+            impl_rabbit.Connection.declare_consumer))
+        self.assertIn('exchange.passive', inspect.getsource(
+            impl_rabbit.Connection._publish))
+        self.assertIn('self.exchange', inspect.getsource(
+            impl_rabbit.Consumer.declare))
+        # What the guest's listen() builds its listener of.
+        self.assertEqual(['self', 'driver', 'conn'], list(inspect.signature(
+            amqpdriver.RpcAMQPListener.__init__).parameters))
+        self.assertEqual(
+            ['self', 'exchange_name', 'topic', 'callback', 'queue_name'],
+            list(inspect.signature(
+                impl_rabbit.Connection.declare_topic_consumer).parameters))
