@@ -73,6 +73,17 @@ def rpc_transport(conf, identity, url=None):
     return msg_transport.RPCTransport(driver)
 
 
+#: Transports whose messages never leave the process (the all-in-one's).
+IN_PROCESS = ('local', 'fake')
+
+
+def in_process(conf):
+    """Whether ``transport_url`` keeps every message in this process,
+    where nobody else can send, read or replay one."""
+    register_opts(conf)
+    return (conf.transport_url or '').split(':', 1)[0] in IN_PROCESS
+
+
 def cleanup():
     global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER, _KEYS
     for transport in (_TRANSPORT, _NOTIFICATION_TRANSPORT):

@@ -87,9 +87,11 @@ class ConductorManager:
         self.heartbeats = None
         #: Where the RPC server notes the signed messages it took, so
         #: that each runs once among all conductors (read by
-        #: cyborg.common.service; private: no RPC method).
-        self._rpc_nonces = rpc_nonces.Store(
-            cyborg_context.get_admin_context())
+        #: cyborg.common.service; private: no RPC method). None on an
+        #: in-process transport: no other process sees its messages.
+        self._rpc_nonces = (None if rpc.in_process(conf) else
+                            rpc_nonces.Store(
+                                cyborg_context.get_admin_context()))
 
     def init_host(self):
         """Finish what a conductor that stopped mid-way left behind;
@@ -127,7 +129,8 @@ class ConductorManager:
                   + self.stuck_arqs.periodic_tasks()
                   + self.placement.periodic_tasks()
                   + self.accelerators.periodic_tasks()
-                  + [(NONCE_PURGE_INTERVAL, self._purge_rpc_nonces)])
+                  + ([(NONCE_PURGE_INTERVAL, self._purge_rpc_nonces)]
+                     if self._rpc_nonces is not None else []))
         return ([(flush, self.liveness.flush_heartbeats)] if flush else []) + [
             (interval, self.lease.guard(task)) for interval, task in shared]
 

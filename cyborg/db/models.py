@@ -334,7 +334,8 @@ class RPCNonce(Base):
     """The nonce of a signed RPC message that a conductor took, until
     the message is too old to be taken anyway (``expires_at``): another
     conductor, or this one restarted, refuses it
-    (``cyborg.db.rpc_nonces``)."""
+    (``cyborg.db.rpc_nonces``). Kept in memory on MySQL, unlogged on
+    PostgreSQL (see its migration)."""
 
     __tablename__ = 'rpc_nonces'
     __table_args__ = (sa.Index('rpc_nonces_expires_at_idx', 'expires_at'),
