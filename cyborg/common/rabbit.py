@@ -35,6 +35,7 @@ from oslo_messaging._drivers import common as driver_common
 from oslo_messaging._drivers import impl_rabbit
 
 from cyborg.common import keys
+from cyborg.common import signing
 
 LOG = logging.getLogger(__name__)
 
@@ -89,7 +90,49 @@ def _declare_once_there(declare, exchange, conn):
     return declare(conn)
 
 
-class GuestConnection(impl_rabbit.Connection):
+def _capped(take, consumer, limit, refusals, message):
+    """``take(message)`` unless its body is over ``limit`` bytes: then it
+    is acknowledged (so never handed out again) and refused, unread."""
+    size = len(getattr(message, 'body', b'') or b'')
+    if size <= limit:
+        return take(message)
+    to_python = getattr(consumer.queue.channel, 'message_to_python', None)
+    (to_python(message) if to_python else message).ack()
+    refusals.refused(signing.Refused(
+        'a message of %d bytes, over [security] max_message_bytes (%d)'
+        % (size, limit)), 'a message on %s' % consumer.queue_name)
+
+
+class BoundedConnection(impl_rabbit.Connection):
+    """A connection whose consumers take at most ``[security]
+    rpc_prefetch`` messages ahead (unless ``rabbit_qos_prefetch_count``
+    says how many) and drop, unread, a message over ``[security]
+    max_message_bytes``."""
+
+    def __init__(self, conf, url, purpose, retry=None):
+        security = conf.security
+        self._cyborg_prefetch = security.rpc_prefetch
+        self._cyborg_max_bytes = security.max_message_bytes
+        self._cyborg_refusals = signing.RefusalLog('RPC consumer')
+        super().__init__(conf, url, purpose, retry=retry)
+
+    @property
+    def rabbit_qos_prefetch_count(self):
+        return self._prefetch
+
+    @rabbit_qos_prefetch_count.setter
+    def rabbit_qos_prefetch_count(self, count):
+        # oslo.messaging sets it from its option; 0 means no bound.
+        self._prefetch = count if count > 0 else self._cyborg_prefetch
+
+    def declare_consumer(self, consumer):
+        consumer._callback = functools.partial(
+            _capped, consumer._callback, consumer, self._cyborg_max_bytes,
+            self._cyborg_refusals)
+        return super().declare_consumer(consumer)
+
+
+class GuestConnection(BoundedConnection):
     """A connection that declares every named exchange passively."""
 
     def declare_consumer(self, consumer):
@@ -119,8 +162,8 @@ class Driver(impl_rabbit.RabbitDriver):
                          allowed_remote_exmods=allowed_remote_exmods)
         self.owner = owner
         self.guest = guest
-        if guest:
-            self._connection_pool.connection_cls = GuestConnection
+        self._connection_pool.connection_cls = (
+            GuestConnection if guest else BoundedConnection)
 
     def _get_reply_queue_name(self):
         return 'reply_%s.%s' % (self.owner, uuid.uuid4().hex)

@@ -33,6 +33,18 @@ opts = [
         help='Seconds a signed message stays acceptable after it was sent '
              '(clock skew included); each message is accepted once within '
              'that window.'),
+    cfg.IntOpt(
+        'max_message_bytes', default=4 * 1024 * 1024, min=65536,
+        help='Bytes an RPC message read from RabbitMQ may have: a larger '
+             'one is dropped, unread, and logged as a security event. The '
+             'largest messages are compute hosts\' reports (some KiB per '
+             'device).'),
+    cfg.IntOpt(
+        'rpc_prefetch', default=64, min=1,
+        help='RPC messages RabbitMQ may hand each of a service\'s '
+             'consumers before it has taken the earlier ones, when '
+             '[oslo_messaging_rabbit] rabbit_qos_prefetch_count is 0 (its '
+             'default: no bound).'),
 ]
 
 

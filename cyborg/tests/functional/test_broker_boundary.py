@@ -284,6 +284,13 @@ class _BrokerBoundary(test_host_identity.CompromisedHost):
         self.assertTrue(self.conductor2.running())
         self.attempt('flood the heartbeat channel with 3 x 32 MiB',
                      'refused before decoding; conductors unharmed')
+        # And the conductors' RPC topic, which hostA may publish to.
+        self.publish('hostA', 'cyborg-conductor',
+                     'x' * (5 * 1024 * 1024), exchange='cyborg')
+        wait_for(lambda: 'over [security] max_message_bytes' in
+                 self.conductor_logs(), timeout=60)
+        self.attempt('a 5 MiB message to the conductors\' topic',
+                     'dropped unread by the conductor')
 
     def conductor_logs(self):
         return self.conductor.output() + self.conductor2.output()

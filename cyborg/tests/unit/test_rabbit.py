@@ -3,6 +3,8 @@
 
 import inspect
 
+import fixtures
+
 from oslo_messaging._drivers import amqpdriver
 from oslo_messaging._drivers import impl_rabbit
 from oslo_messaging._drivers import pool
@@ -11,6 +13,7 @@ import oslo_messaging as messaging
 from cyborg.common import keys
 from cyborg.common import rabbit
 from cyborg.common import rpc
+from cyborg.common import signing
 from cyborg.tests import base
 
 
@@ -39,7 +42,7 @@ class RabbitDriverTest(base.TestCase):
     def test_a_guest_connects_with_the_guest_connection(self):
         self.assertIs(rabbit.GuestConnection, self.driver(
             'host:cmp-1')._connection_pool.connection_cls)
-        self.assertIs(impl_rabbit.Connection, self.driver(
+        self.assertIs(rabbit.BoundedConnection, self.driver(
             keys.CONDUCTOR)._connection_pool.connection_cls)
         # The pool makes its connections of that attribute.
         self.assertIn('self.connection_cls(', inspect.getsource(
@@ -67,3 +70,62 @@ class RabbitDriverTest(base.TestCase):
             ['self', 'exchange_name', 'topic', 'callback', 'queue_name'],
             list(inspect.signature(
                 impl_rabbit.Connection.declare_topic_consumer).parameters))
+
+
+class _Message:
+
+    def __init__(self, body):
+        self.body = body
+        self.acked = False
+
+    def ack(self):
+        self.acked = True
+
+
+class _Consumer:
+
+    def __init__(self):
+        self.queue_name = 'cyborg-conductor'
+        self.queue = self
+        self.channel = object()
+
+
+class BoundsTest(base.TestCase):
+
+    def setUp(self):
+        super().setUp()
+        self.taken = []
+        self.logs = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.security'))
+        self.refusals = signing.RefusalLog('RPC consumer')
+
+    def test_a_message_over_the_cap_is_acknowledged_and_refused_unread(self):
+        big = _Message(b'x' * 101)
+        rabbit._capped(self.taken.append, _Consumer(), 100, self.refusals,
+                       big)
+        self.assertEqual([], self.taken)
+        self.assertTrue(big.acked)
+        self.assertIn('a message of 101 bytes, over [security] '
+                      'max_message_bytes (100)', self.logs.output)
+        small = _Message(b'x' * 100)
+        rabbit._capped(self.taken.append, _Consumer(), 100, self.refusals,
+                       small)
+        self.assertEqual([small], self.taken)
+        self.assertFalse(small.acked)
+
+    def test_prefetch_is_bounded_unless_the_option_bounds_it(self):
+        connection = rabbit.BoundedConnection.__new__(
+            rabbit.BoundedConnection)
+        connection._cyborg_prefetch = 64
+        connection.rabbit_qos_prefetch_count = 0
+        self.assertEqual(64, connection.rabbit_qos_prefetch_count)
+        connection.rabbit_qos_prefetch_count = 10
+        self.assertEqual(10, connection.rabbit_qos_prefetch_count)
+        # oslo.messaging sets it in Connection.__init__ and reads it when
+        # it sets a channel's QoS.
+        self.assertIn('self.rabbit_qos_prefetch_count = ', inspect.getsource(
+            impl_rabbit.Connection.__init__))
+        self.assertIn('self.rabbit_qos_prefetch_count', inspect.getsource(
+            impl_rabbit.Connection._set_qos))
+        self.assertIn('callback=self._callback', inspect.getsource(
+            impl_rabbit.Consumer.consume))
