@@ -19,6 +19,7 @@ import subprocess
 import sys
 
 from amqp import exceptions as amqp_exceptions
+import fixtures
 import kombu
 import oslo_messaging as messaging
 from oslo_messaging._drivers import impl_rabbit
@@ -156,6 +157,10 @@ class CompromisedHost(test_daemons._Daemons):
 
     def setUp(self):
         super().setUp()
+        # A broker node, a conductor and two agents to start, then some
+        # hundred refused messages: more than a test's usual two minutes
+        # on a loaded machine (a CI run timed out here at load 14).
+        self.useFixture(fixtures.Timeout(600, gentle=True))
         self.placement = self.useFixture(placement_fixture.Placement(
             self.conf))
         # The keys, made by the command an operator runs.
