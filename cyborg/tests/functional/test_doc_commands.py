@@ -112,7 +112,6 @@ SKIPS = {
     (PRODUCTION_PAGE, 'install -d'): PRODUCTION,
     (PRODUCTION_PAGE, 'cp etc/'): PRODUCTION,
     (PRODUCTION_PAGE, 'cyborg-dbsync'): PRODUCTION,
-    (PRODUCTION_PAGE, 'rabbitmqctl'): PRODUCTION,
     (PRODUCTION_PAGE, 'openstack user create'): PRODUCTION,
     (PRODUCTION_PAGE, 'openstack role add'): PRODUCTION,
     (PRODUCTION_PAGE, 'openstack service create'): PRODUCTION,
