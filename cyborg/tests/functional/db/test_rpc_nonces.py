@@ -30,6 +30,10 @@ class _NonceTests:
             return session.execute(sa.select(sa.func.count()).select_from(
                 models.RPCNonce)).scalar()
 
+    def scalar(self, query):
+        with self.db.engine.connect() as connection:
+            return connection.execute(sa.text(query)).scalar()
+
     def test_a_nonce_is_taken_once(self):
         nonce = uuid.uuid4().hex
         expires = time.time() + 300
@@ -70,20 +74,15 @@ class NoncesMySQLTest(_NonceTests, base.TestCase):
     backend = 'mysql'
 
     def test_kept_in_memory(self):
-        with self.db.engine.connect() as connection:
-            engine = connection.execute(sa.text(
-                "SELECT engine FROM information_schema.tables WHERE "
-                "table_schema = DATABASE() AND table_name = 'rpc_nonces'"
-            )).scalar()
-        self.assertEqual('MEMORY', engine)
+        self.assertEqual('MEMORY', self.scalar(
+            "SELECT engine FROM information_schema.tables WHERE "
+            "table_schema = DATABASE() AND table_name = 'rpc_nonces'"))
 
 
 class NoncesPostgreSQLTest(_NonceTests, base.TestCase):
     backend = 'postgresql'
 
     def test_unlogged(self):
-        with self.db.engine.connect() as connection:
-            persistence = connection.execute(sa.text(
-                "SELECT relpersistence FROM pg_class WHERE relname = "
-                "'rpc_nonces'")).scalar()
-        self.assertEqual('u', persistence)
+        self.assertEqual('u', self.scalar(
+            "SELECT relpersistence FROM pg_class WHERE relname = "
+            "'rpc_nonces'"))
