@@ -276,7 +276,9 @@ class SignedDispatcher(dispatcher.RPCDispatcher):
         signed = incoming.ctxt
         ctxt = dict(ctxt)
         ctxt.pop(signing.AUTH, None)
-        ctxt[self._SENDER] = sender
+        auth = signed.get(signing.AUTH) if sender is not None else None
+        ctxt[self._SENDER] = (sender, auth and (auth['nonce'],
+                                                float(auth['time'])))
         incoming.ctxt = ctxt
         result = super().dispatch(incoming)
         if sender is None or not signing.wants_signed_reply(signed):
@@ -286,17 +288,18 @@ class SignedDispatcher(dispatcher.RPCDispatcher):
 
     def _do_dispatch(self, endpoint, method, ctxt, args):
         ctxt = dict(ctxt)
-        sender = ctxt.pop(self._SENDER)
+        sender, nonce = ctxt.pop(self._SENDER)
         context = self.serializer.deserialize_context(ctxt)
         kwargs = {name: self.serializer.deserialize_entity(context, arg)
                   for name, arg in args.items()}
         func = getattr(endpoint, method)
+        # Who may call it is the endpoint class's word, whatever replaced
+        # the method on the object.
+        declared = getattr(type(endpoint), method, func)
         try:
-            # Who may call it is the endpoint class's word, whatever
-            # replaced the method on the object.
-            self.verifier.authorize(
-                sender, method, getattr(type(endpoint), method, func),
-                kwargs)
+            self.verifier.authorize(sender, method, declared, kwargs)
+            if nonce and not signing.is_replay_harmless(declared):
+                self.verifier.claim(nonce[0], nonce[1], sender)
         except signing.Refused as e:
             refused = e
         else:

@@ -92,6 +92,22 @@ def host_method(*path):
     return mark
 
 
+_REPLAYS_HARMLESS = '_cyborg_rpc_replays_harmless'
+
+
+def replays_harmless(func):
+    """Mark a conductor endpoint whose message, taken again, changes
+    nothing (its own ordering refuses it or makes it a no-op): the
+    conductors check its nonce in their memory only, not in the
+    database (no write for a heartbeat or an unchanged report)."""
+    setattr(func, _REPLAYS_HARMLESS, True)
+    return func
+
+
+def is_replay_harmless(func):
+    return getattr(func, _REPLAYS_HARMLESS, False)
+
+
 def host_argument(func):
     """The path a :func:`host_method` marked, None for others."""
     return getattr(func, _HOST_ARG, None)
@@ -268,12 +284,12 @@ class Verifier:
                           % sender, claimed=sender)
         self._check_target(target, sender)
         self._check_fresh(sent, nonce, sender)
-        self._claim(nonce, sent, sender)
         return sender, signed_context
 
-    def _claim(self, nonce, sent, sender):
+    def claim(self, nonce, sent, sender):
         """Once in the whole set of receivers that share ``nonce_store``
-        (the conductors, through their database), restarts included."""
+        (the conductors, through their database), restarts included:
+        raises Refused for a message one of them took before."""
         if self.nonce_store is None:
             return
         window = self.conf.security.max_message_age
