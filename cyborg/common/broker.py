@@ -27,6 +27,7 @@ host's user cannot be named like another service's (``nova``) or like
 cyborg's API.
 """
 
+import json
 import re
 
 from cyborg.common import keys
@@ -84,14 +85,36 @@ def permissions(role, hostname=None, exchange='cyborg', prefix=''):
             '^%s$' % own)
 
 
+#: What the RPC queues may hold: a host may publish to the conductors'
+#: topic, and to any queue through the default exchange; beyond these a
+#: publisher is refused (``reject-publish``), nothing queued is dropped.
+QUEUE_BOUNDS = {'max-length': 100000, 'max-length-bytes': 256 * 1024 * 1024,
+                'overflow': 'reject-publish'}
+
+
+def policy(prefix=''):
+    """``(name, pattern, definition)`` of the RabbitMQ policy that bounds
+    the conductors' and the agents' RPC queues (the heartbeat channel's
+    queue bounds itself)."""
+    pattern = '^(%s(\\..+)?|%s\\..+)$' % (
+        _quote(prefix + 'cyborg-conductor'), _quote(prefix + 'cyborg-agent'))
+    return prefix + 'cyborg-rpc-bounds', pattern, json.dumps(
+        QUEUE_BOUNDS, sort_keys=True, separators=(',', ':'))
+
+
 def commands(user, role, hostname=None, exchange='cyborg', prefix='',
              vhost='/'):
     """The ``rabbitmqctl`` argument lists that give ``user`` (made with
-    ``rabbitmqctl add_user``) the permissions of ``role`` on ``vhost``."""
+    ``rabbitmqctl add_user``) the permissions of ``role`` on ``vhost``;
+    with the conductors', the policy that bounds the RPC queues."""
     configure, write, read, topic_write, topic_read = permissions(
         role, hostname, exchange, prefix)
     result = [['set_permissions', '-p', vhost, user, configure, write, read]]
     if topic_write is not None:
         result.append(['set_topic_permissions', '-p', vhost, user, exchange,
                        topic_write, topic_read])
+    if role == CONDUCTOR:
+        name, pattern, definition = policy(prefix)
+        result.append(['set_policy', '-p', vhost, '--apply-to', 'queues',
+                       name, pattern, definition])
     return result

@@ -3,6 +3,7 @@ rotation and the upgrade switch; and the conductor and an agent served on
 the in-process transport refusing what they must."""
 
 import logging
+import json
 import os
 import re
 import time
@@ -465,6 +466,19 @@ class KeysCommandTest(base.TestCase):
             self.assertIsNone(re.match(read, name), name)
         self.assertEqual('^cyborg$', write)
         self.assertEqual('^cyborg-conductor$', topic_write)
+
+    def test_the_conductors_user_comes_with_the_queue_bounds(self):
+        [permissions, bounds] = broker.commands(
+            'cyborg-conductor', 'conductor', vhost='v')
+        self.assertEqual('set_permissions', permissions[0])
+        self.assertEqual(['set_policy', '-p', 'v', '--apply-to', 'queues',
+                          'cyborg-rpc-bounds'], bounds[:6])
+        for name in ('cyborg-conductor', 'cyborg-conductor.ctl-1',
+                     'cyborg-agent.cmp-1'):
+            self.assertTrue(re.match(bounds[6], name), name)
+        for name in ('cyborg-heartbeat.2', 'reply_api.0a', 'cyborg-agent'):
+            self.assertIsNone(re.match(bounds[6], name), name)
+        self.assertEqual('reject-publish', json.loads(bounds[7])['overflow'])
 
     def test_user_names_cannot_be_another_service_or_role(self):
         self.assertEqual('cyborg-agent.nova',
