@@ -129,18 +129,27 @@ def _checked_handles(hostname, deployable):
     return kept
 
 
+def own_prefixes(hostname):
+    """What the names of ``hostname``'s deployables start with: our
+    agents' ``<host>_`` (sanitized), and upstream's ``<short name>_`` (a
+    host adopted from upstream keeps the names upstream's agent gave)."""
+    short = hostname.split('.')[0]
+    return tuple(sorted({records.deployable_name(hostname, ''),
+                         records.deployable_name(short, ''), short + '_'}))
+
+
 def _own_deployables(hostname, device):
     """The deployables of ``device`` named after ``hostname``."""
-    prefix = records.deployable_name(hostname, '')
+    prefixes = own_prefixes(hostname)
     kept = []
     for deployable in _items(device, 'deployable_list'):
         name = deployable.name
-        if isinstance(name, str) and name.startswith(prefix):
+        if isinstance(name, str) and name.startswith(prefixes):
             kept.append(deployable)
         else:
             LOG.warning('Host %s reported deployable %.100r, whose name '
-                        'does not start with %r; it is dropped', hostname,
-                        name, prefix)
+                        'does not start with %s; it is dropped', hostname,
+                        name, ' or '.join(map(repr, prefixes)))
     return kept
 
 

@@ -133,3 +133,12 @@ class ReportChecksTest(base.TestCase):
                     {}, None, 'x'):
             self.assertRaises(exception.Invalid, report_checks.mdev_target,
                               bad)
+
+
+class OwnPrefixesTest(base.TestCase):
+
+    def test_ours_and_upstreams_names_of_a_host(self):
+        self.assertEqual(
+            ('cmp-1_', 'cmp-1_example_org_'),
+            report_checks.own_prefixes('cmp-1.example.org'))
+        self.assertEqual(('cmp-1_',), report_checks.own_prefixes('cmp-1'))
