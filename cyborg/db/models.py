@@ -338,7 +338,8 @@ class RPCNonce(Base):
     PostgreSQL (see its migration)."""
 
     __tablename__ = 'rpc_nonces'
-    __table_args__ = (sa.Index('rpc_nonces_expires_at_idx', 'expires_at'),
+    __table_args__ = (sa.Index('rpc_nonces_expires_at_idx', 'expires_at',
+                               mysql_using='btree'),
                       _TABLE_ARGS)
 
     nonce = sa.Column(sa.String(64), primary_key=True)

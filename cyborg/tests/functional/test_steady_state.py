@@ -184,6 +184,7 @@ class _IdleSweepTests:
         self.assertEqual({
             'Liveness.flush_heartbeats': [],
             'Liveness.check_hosts': ['SELECT'],
+            'ConductorManager._purge_rpc_nonces': ['SELECT'],
             'Binding.check': ['SELECT', 'SELECT'],
             'StuckARQs.check': ['SELECT'],
             'PlacementService.retry_pending': ['SELECT'],

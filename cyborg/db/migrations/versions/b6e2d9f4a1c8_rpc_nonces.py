@@ -44,5 +44,7 @@ def upgrade():
         sa.Column('nonce', sa.String(64), primary_key=True),
         sa.Column('expires_at', sa.DateTime, nullable=False),
         **options)
+    # A B-tree (a MEMORY table's indexes are hashes by default): the purge
+    # reads a range of it.
     op.create_index('rpc_nonces_expires_at_idx', 'rpc_nonces',
-                    ['expires_at'])
+                    ['expires_at'], mysql_using='btree')
