@@ -18,6 +18,7 @@ import json
 import shlex
 import sys
 
+from oslo_config import cfg
 from oslo_db import exception as db_exc
 import oslo_messaging as messaging
 from oslo_policy import opts as policy_opts
@@ -360,8 +361,12 @@ def keys_main(argv):
     if key_dir is None or args.action == 'broker':
         rpc.set_defaults()
         rpc.register_opts(CONF)
-        CONF([], project='cyborg', default_config_files=args.config_file
-             or None)
+        try:
+            CONF([], project='cyborg', default_config_files=args.config_file
+                 or None)
+        except cfg.Error as e:
+            print('cyborg-status keys: %s' % e, file=sys.stderr)
+            return config_check.EXIT_STATUS
         key_dir = key_dir or CONF.security.key_dir
     if args.action == 'broker':
         try:

@@ -491,7 +491,6 @@ class KeysCommandTest(base.TestCase):
                           'a b')
 
     def test_broker_commands_name_the_vhost_of_transport_url(self):
-        self.flags(transport_url='rabbit://u:p@127.0.0.1:5672/cyborg-vh')
         out = self.useFixture(fixtures.StringStream('stdout'))
         self.useFixture(fixtures.MonkeyPatch('sys.stdout', out.stream))
         config = os.path.join(self.useFixture(fixtures.TempDir()).path,
@@ -699,3 +698,15 @@ class NonceStoreTest(base.TestCase):
                           self.dispatcher().dispatch, self.incoming(
                               'host:cmp-1', 'arq_delete', {}))
         self.assertEqual(set(), self.nonces.taken)
+
+
+class KeysCommandErrorsTest(base.TestCase):
+
+    def test_a_missing_config_file_is_one_line_and_status_2(self):
+        err = self.useFixture(fixtures.StringStream('stderr'))
+        self.useFixture(fixtures.MonkeyPatch('sys.stderr', err.stream))
+        self.assertEqual(2, status.main(['keys', 'broker', '--api',
+                                         '--config-file', '/nonexistent']))
+        err.stream.flush()
+        [line] = err.getDetails()['stderr'].as_text().splitlines()
+        self.assertIn('/nonexistent', line)
