@@ -18,6 +18,8 @@ import math
 import os
 import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -180,11 +182,44 @@ class FakeNova:
             return self.requests['POST %s' % self.EVENTS]
 
 
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
+
+
+def key_dir(state_dir):
+    """The key directory of a benchmark's run in ``state_dir``: that of
+    its daemons (:func:`daemon_keys`) and of itself (:func:`key_store`)."""
+    return os.path.join(state_dir, 'keys')
+
+
+def daemon_keys(state_dir, hosts=(), api=True):
+    """Make the RPC keys of the daemons a benchmark starts, as the
+    security guide says (``cyborg-status keys create --api --host ...``,
+    files of mode 0600), in :func:`key_dir` of ``state_dir``; returns
+    the ``[security]`` section of every daemon's configuration. A host's
+    agent finds its key there (``host.<host>.key``), a conductor every
+    key, the API its own.
+
+    Every script that starts cyborg's daemons makes their keys here, so
+    that the next thing a daemon needs to start reaches all of them."""
+    directory = key_dir(state_dir)
+    command = [sys.executable, '-m', 'cyborg.cmd.status', 'keys', 'create',
+               '--key-dir', directory] + (['--api'] if api else [])
+    for host in hosts:
+        command += ['--host', host]
+    if api or hosts:
+        subprocess.run(command, check=True, cwd=TOP,
+                       env=dict(os.environ, PYTHONPATH=TOP),
+                       stdout=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    else:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+    return {'key_dir': directory}
+
+
 def key_store(state_dir):
-    """The RPC keys of a benchmark, which plays every host: each key is
-    made in ``state_dir`` when first used."""
-    return keys.KeyStore(os.path.join(state_dir, 'keys'),
-                         create_missing=True)
+    """The RPC keys of a benchmark's own process, which plays every
+    host: each key is made in :func:`key_dir` of ``state_dir`` when first
+    used."""
+    return keys.KeyStore(key_dir(state_dir), create_missing=True)
 
 
 def server_database(url):
