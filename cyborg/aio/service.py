@@ -122,7 +122,8 @@ class AllInOne(service.Service):
         db_api.configure(conf)
         migration.upgrade('head')
         ensure_keys(conf)
-        rpc.init(conf)
+        # Every part in one process; its transport keeps to the process.
+        rpc.init(conf, identity=keys.CONDUCTOR)
         conductor = conductor_manager.ConductorManager(conf.host, conf)
         app = aio_placement.mount(
             api_app.setup_app(

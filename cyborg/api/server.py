@@ -28,6 +28,7 @@ from oslo_service import service
 
 from cyborg.api import app as api_app
 from cyborg.api import http_limits
+from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
 
@@ -161,7 +162,7 @@ class APIService(service.Service):
     def start(self):
         super().start()
         if not rpc.initialized():
-            rpc.init(self.conf)
+            rpc.init(self.conf, identity=keys.API)
         self.server = WSGIServer(self.app, self.conf.api.host_ip,
                                  self.conf.api.port,
                                  self.conf.api.threads_per_worker,

@@ -39,12 +39,14 @@ def set_defaults(control_exchange='cyborg'):
     messaging.set_transport_defaults(control_exchange)
 
 
-def init(conf, key_store=None, identity=keys.API):
+def init(conf, key_store=None, *, identity):
     """Create the process's transports; call once at service start.
     ``key_store`` (a :class:`cyborg.common.keys.KeyStore`): the keys that
     sign and verify messages; by default those of [security].
     ``identity``: who this process is (``api``, ``conductor`` or a host's
-    identity), which says what it declares on RabbitMQ."""
+    identity), which says what it declares and reads on RabbitMQ (a
+    process that serves the conductors' topic must say ``conductor``:
+    any other reads only queues of its own)."""
     global _TRANSPORT, _NOTIFICATION_TRANSPORT, _NOTIFIER, _KEYS, _CONF
     _CONF = conf
     _KEYS = key_store or keys.KeyStore.from_conf(conf)

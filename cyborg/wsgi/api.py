@@ -11,6 +11,7 @@ import os
 from oslo_log import log as logging
 
 from cyborg.api import app as api_app
+from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
@@ -36,7 +37,7 @@ def init_application():
                             default_config_files=config_files())
     CONF.log_opt_values(LOG, logging.DEBUG)
     db_api.configure(CONF)
-    rpc.init(CONF)
+    rpc.init(CONF, identity=keys.API)
     return api_app.setup_app(CONF)
 
 

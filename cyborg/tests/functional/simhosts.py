@@ -750,7 +750,9 @@ def serve(spec_file, infile=None, outfile=None):
     messages = {'messages': 0, 'calls': 0, 'casts': 0}
     lock = threading.Lock()
     count_messages(messages, lock)
-    rpc.init(conf, keys.KeyStore(spec['key_dir']))
+    # Plays compute hosts: a guest on the broker, as agents are.
+    rpc.init(conf, keys.KeyStore(spec['key_dir']),
+             identity=keys.API)
     sim = SimHosts(
         conf, spec['hostnames'], spec['key_dir'],
         state_dir=spec['state_dir'],

@@ -206,7 +206,9 @@ class SimHostProcessesTest(test_daemons._Daemons, base.TestCase):
                    rpc_topic_prefix='test-%s-' % os.path.basename(self.tmp))
         self.flags(key_dir=self.key_dir, group='security')
         os.makedirs(self.key_dir, exist_ok=True)
-        rpc.init(self.conf, keys.KeyStore(self.key_dir))
+        # Plays compute hosts: a guest on the broker, as agents are.
+        rpc.init(self.conf, keys.KeyStore(self.key_dir),
+                 identity=keys.API)
         self.addCleanup(rpc.cleanup)
         tag = os.path.basename(self.tmp)[-6:]
         self.hostnames = ['simp-%s-%d' % (tag, i) for i in range(6)]
