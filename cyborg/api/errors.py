@@ -38,6 +38,13 @@ def status_and_message(exc):
         status, message = (http.SERVICE_UNAVAILABLE,
                            _('The cyborg conductor did not answer in time; '
                              'try again later.'))
+    elif isinstance(exc, messaging.MessageDeliveryFailure):
+        # RabbitMQ did not take it: unreachable, or no conductor ever
+        # declared the exchange (only conductors may).
+        status, message = (http.SERVICE_UNAVAILABLE,
+                           _('The message bus did not take the request '
+                             '(RabbitMQ unreachable, or no cyborg conductor '
+                             'started yet); try again later.'))
     else:
         LOG.error('Unexpected error handling the request: %s', exc,
                   exc_info=exc)

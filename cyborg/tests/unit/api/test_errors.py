@@ -58,6 +58,13 @@ class StatusAndMessageTest(testtools.TestCase):
         self.assertEqual(503, status)
         self.assertIn('conductor did not answer', message)
 
+    def test_a_bus_that_takes_nothing_is_503(self):
+        status, message = errors.status_and_message(
+            oslo_messaging.MessageDeliveryFailure('404 no exchange cyborg'))
+        self.assertEqual(503, status)
+        self.assertIn('no cyborg conductor started yet', message)
+        self.assertNotIn('404', message)
+
     def test_unknown_exceptions_are_generic_and_logged(self):
         log = self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
         status, message = errors.status_and_message(
