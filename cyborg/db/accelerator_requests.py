@@ -19,6 +19,7 @@ import collections
 import functools
 
 from oslo_serialization import jsonutils
+from oslo_utils import netutils
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 import sqlalchemy as sa
@@ -38,6 +39,7 @@ _DP = models.DeviceProfile.__table__
 _AH = models.AttachHandle.__table__
 _DEPLOYABLE = models.Deployable.__table__
 _DEVICE = models.Device.__table__
+_HOST = models.Host.__table__
 
 # An ARQ as the API shows it and the conductor works on it.
 ARQView = collections.namedtuple(
@@ -286,13 +288,101 @@ _DEPLOYABLE_OF = sa.select(
 ).where(_is(_DEPLOYABLE.c.rp_uuid))
 
 
+def short_name(name):
+    """The first label of the fully qualified ``name`` ('cmp-1' of
+    'cmp-1.example.org'); None for a name without a dot or an IP
+    address."""
+    if '.' not in name or netutils.is_valid_ip(name):
+        return None
+    return name.split('.', 1)[0]
+
+
+def same_host_name(a, b):
+    """Whether ``a`` and ``b`` may name one host: equal, or one is the
+    short form of the other. Two different fully qualified names never
+    do ('cmp-1.a.org' and 'cmp-1.b.org' are two hosts)."""
+    return a == b or short_name(a) == b or short_name(b) == a
+
+
+def host_names(hostname, resource_provider_name):
+    """The names a host is known by: its agent's ``[DEFAULT] host``, then
+    the compute node provider name it gave (``[agent]
+    resource_provider_name``), if another. The provider its devices hang
+    under is one of these two: ``placement_sync`` looks it up by them
+    and by no other name."""
+    if resource_provider_name and resource_provider_name != hostname:
+        return [hostname, resource_provider_name]
+    return [hostname]
+
+
+def bind_host_refusal(name, host, hosts):
+    """Why a bind on host ``name`` (Nova's: nova-compute's ``[DEFAULT]
+    host``) of a device of ``host`` is refused; None when it is not.
+    ``hosts`` ({hostname: resource_provider_name}) holds ``host`` and
+    the other known hosts that ``name`` may name.
+
+    ``name`` is accepted when it is one of ``host_names`` of ``host``, or
+    the short or fully qualified form of one of them that names no other
+    host. Another host's own name (its agent's ``host``) is refused.
+    """
+    if name == host:
+        return None
+    if name in hosts:
+        return '; %s is another host' % name
+    own = host_names(host, hosts.get(host))
+    if name in own:
+        return None
+    if not any(same_host_name(name, n) for n in own):
+        return ''
+    others = sorted(other for other, provider_name in hosts.items()
+                    if other != host and any(
+                        same_host_name(name, n)
+                        for n in host_names(other, provider_name)))
+    if others:
+        return '; %s may also name host %s' % (name, ', '.join(others))
+    return None
+
+
+_NAMES = sa.bindparam('b_names', expanding=True)
+_PREFIX = sa.bindparam('b_prefix')
+# The hosts one of whose names is one of b_names or starts with b_prefix.
+_HOSTS_NAMED = sa.select(
+    _HOST.c.hostname, _HOST.c.resource_provider_name).where(sa.or_(
+        _HOST.c.hostname.in_(_NAMES),
+        _HOST.c.resource_provider_name.in_(_NAMES),
+        _HOST.c.hostname.like(_PREFIX, escape='!'),
+        _HOST.c.resource_provider_name.like(_PREFIX, escape='!')))
+
+
+def _hosts_named(context, name, host):
+    """{hostname: resource_provider_name} of ``host`` and of every host
+    that one of ``name``'s forms may name (see ``same_host_name``)."""
+    names = [name, host] + [n for n in [short_name(name)] if n]
+    prefix = ''.join('!' + c if c in '!%_' else c for c in name) + '.%'
+    return dict(_run(context, _HOSTS_NAMED, b_names=names,
+                     b_prefix=prefix).all())
+
+
+def _check_host(context, uuid, values, host):
+    """BindHostMismatch (400) unless the bind ``values`` of ARQ ``uuid``
+    name ``host``, the host of its provider (``bind_host_refusal``)."""
+    name = values['hostname']
+    hosts = _hosts_named(context, name, host)
+    reason = bind_host_refusal(name, host, hosts)
+    if reason is not None:
+        raise exception.BindHostMismatch(
+            arq=uuid, hostname=name, rp_uuid=values['device_rp_uuid'],
+            host=host, names=', '.join(host_names(host, hosts.get(host))),
+            reason=reason)
+
+
 def _deployables_of(context, binds):
     """{rp_uuid: deployable row or None} of the providers of ``binds``;
-    BindHostMismatch (400) for a bind whose ``hostname`` is not the host
-    of the deployable behind its ``device_rp_uuid``: the request would
-    claim one host's device for an instance on another. A provider
-    cyborg does not know is left to the claim, which refuses it
-    (UnknownDeviceProvider, 400)."""
+    BindHostMismatch (400) for a bind whose ``hostname`` is not a name of
+    the host of the deployable behind its ``device_rp_uuid`` (see
+    ``bind_host_refusal``): the request would claim one host's device
+    for an instance on another. A provider cyborg does not know is left
+    to the claim, which refuses it (UnknownDeviceProvider, 400)."""
     found = {}
     for uuid, values in sorted(binds.items()):
         rp_uuid = values['device_rp_uuid']
@@ -301,9 +391,7 @@ def _deployables_of(context, binds):
                                   b_rp_uuid=rp_uuid).first()
         row = found[rp_uuid]
         if row is not None and row.hostname != values['hostname']:
-            raise exception.BindHostMismatch(
-                arq=uuid, hostname=values['hostname'],
-                rp_uuid=rp_uuid, host=row.hostname)
+            _check_host(context, uuid, values, row.hostname)
     return found
 
 
@@ -336,18 +424,18 @@ def bind(context, binds, project_id, conductor, ready,
          new_instances_only=True):
     """The binds of one request, in ONE transaction.
 
-    A bind whose hostname is not the host of its provider's device is a
-    400 (BindHostMismatch). With ``new_instances_only``, an instance of
-    ``binds`` that has ARQs already is a 400 (InstanceHasARQs). Every
-    ARQ of ``binds`` (as for ``start_binds``) moves to BindStarted, or
-    none does (404, 409). Each then claims a free attach handle of the
-    deployable behind its ``device_rp_uuid`` (none free: it moves to
-    BindFailed; no such deployable: the request is refused, 400) and
-    moves on to Bound when ``ready(arq, handle)`` says that nothing is to
-    be done on its host first. Returns ``(claims, failed)``: the Claims
-    of the ARQs left BindStarted with their handle, for the caller to
-    prepare and then ``finish_binds``, and the uuids of those that
-    failed.
+    A bind whose hostname is not a name of the host of its provider's
+    device is a 400 (BindHostMismatch). With ``new_instances_only``, an
+    instance of ``binds`` that has ARQs already is a 400
+    (InstanceHasARQs). Every ARQ of ``binds`` (as for ``start_binds``)
+    moves to BindStarted, or none does (404, 409). Each then claims a
+    free attach handle of the deployable behind its ``device_rp_uuid``
+    (none free: it moves to BindFailed; no such deployable: the request
+    is refused, 400) and moves on to Bound when ``ready(arq, handle)``
+    says that nothing is to be done on its host first. Returns
+    ``(claims, failed)``: the Claims of the ARQs left BindStarted with
+    their handle, for the caller to prepare and then ``finish_binds``,
+    and the uuids of those that failed.
     """
     deployables = _deployables_of(context, binds)
     _lock_instances(context, binds)
