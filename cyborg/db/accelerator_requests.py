@@ -42,13 +42,16 @@ _DEVICE = models.Device.__table__
 _HOST = models.Host.__table__
 
 # An ARQ as the API shows it and the conductor works on it.
+# ``hostname`` is the host the bind named (Nova's name for it);
+# ``agent_host`` the [DEFAULT] host of the agent of its device (None
+# before a bind claimed one), the RPC server to ask about the device.
 ARQView = collections.namedtuple(
     'ARQView', 'id uuid state project_id device_profile_name '
                'device_profile_group_id group hostname device_rp_uuid '
                'instance_uuid attach_handle_id attach_handle_uuid '
                'attach_handle_type attach_handle_info deployable_id '
                'nova_notified bind_conductor bind_started_at created_at '
-               'updated_at')
+               'updated_at agent_host')
 
 _VIEWS = sa.select(
     _ARQ.c.id, _ARQ.c.uuid, _ARQ.c.state, _ARQ.c.project_id, _DP.c.name,
@@ -56,9 +59,12 @@ _VIEWS = sa.select(
     _ARQ.c.device_rp_uuid, _ARQ.c.instance_uuid, _ARQ.c.attach_handle_id,
     _AH.c.uuid, _AH.c.attach_type, _AH.c.attach_info, _ARQ.c.deployable_id,
     _ARQ.c.nova_notified, _ARQ.c.bind_conductor, _ARQ.c.bind_started_at,
-    _ARQ.c.created_at, _ARQ.c.updated_at).select_from(
+    _ARQ.c.created_at, _ARQ.c.updated_at,
+    _DEVICE.c.hostname.label('agent_host')).select_from(
     _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
-        _AH, _AH.c.id == _ARQ.c.attach_handle_id))
+        _AH, _AH.c.id == _ARQ.c.attach_handle_id).outerjoin(
+        _DEPLOYABLE, _DEPLOYABLE.c.id == _ARQ.c.deployable_id).outerjoin(
+        _DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id))
 
 
 def _view(row, profiles=None):
@@ -139,12 +145,15 @@ def get_all(context, project_id=None, instance_uuid=None, states_in=None,
         states=None if states_in is None else sorted(states_in))
 
 
-_BOUND_MDEVS = _views('hostname', 'state').where(_AH.c.attach_type == 'MDEV')
+_BOUND_MDEVS = _views('state').where(
+    _AH.c.attach_type == 'MDEV', _DEVICE.c.hostname == sa.bindparam(
+        'b_hostname'))
 
 
 @db_api.reader
 def bound_mdevs(context, hostname):
-    """The bound ARQs of ``hostname`` whose attach handle is an mdev."""
+    """The bound ARQs whose attach handle is an mdev of a device of
+    ``hostname`` (its agent's host, whatever name the bind gave)."""
     return [_view(row) for row in _run(context, _BOUND_MDEVS,
                                        b_hostname=hostname,
                                        b_state=states.BOUND)]
@@ -477,7 +486,8 @@ def bind(context, binds, project_id, conductor, ready,
         arq = arq._replace(
             attach_handle_id=handle.id, attach_handle_uuid=handle.uuid,
             attach_handle_type=handle.attach_type, deployable_id=deployable.id,
-            attach_handle_info=jsonutils.loads(handle.attach_info))
+            attach_handle_info=jsonutils.loads(handle.attach_info),
+            agent_host=deployable.hostname)
         done = ready(arq, handle)
         _cas(context, uuid, states.BOUND if done else states.BIND_STARTED,
              {'attach_handle_id': handle.id,
@@ -559,8 +569,8 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
     """Delete ARQs by uuid (all must exist, else 404 and nothing is
     deleted) or by instance; handles are released. Returns the views of
     what was deleted; with ``hosts_due`` (``db.hosts.awaiting_report``),
-    also what it answers for the hosts of those ARQs, read in the same
-    transaction."""
+    also what it answers for the hosts of their devices' agents, read in
+    the same transaction."""
     if uuids is not None:
         views = get_many(context, uuids, project_id)
     else:
@@ -571,7 +581,7 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
     if hosts_due is None:
         return views
     return views, hosts_due(context, sorted(
-        {view.hostname for view in views if view.hostname}))
+        {view.agent_host for view in views if view.agent_host}))
 
 
 @db_api.reader

@@ -265,6 +265,38 @@ class _ARQTests(ARQSetup):
             self.bind_as(short + '.lab.org', rp_uuid), 400)
         self.assertIn('; %s.lab.org is another host.' % short, message)
 
+    def test_the_agent_of_a_device_bound_under_another_name(self):
+        # Bound under Nova's name, the ARQ's device is still asked about
+        # (mdevs, reports) on its agent's host.
+        fqdn = self.hostname + '.example.org'
+        db_hosts.record_hello(self.context, self.hostname, self.hostname,
+                              '1', [], fqdn)
+        [arq] = self.create()
+        _instance, response = self.bind([arq])
+        self.assertEqual(202, response.status_int, response.body)
+        [arq2] = self.create()
+        patch = self.bind_patch([arq2], uuidutils.generate_uuid())
+        patch[arq2['uuid']][0]['value'] = fqdn
+        response = self.patch(PATH, patch, headers=NOVA_USER, service=True)
+        self.assertEqual(202, response.status_int, response.body)
+        views = db_arqs.get_many(self.context, [arq['uuid'], arq2['uuid']])
+        self.assertEqual([(self.hostname, self.hostname),
+                          (fqdn, self.hostname)],
+                         [(v.hostname, v.agent_host) for v in views])
+        self.assertEqual([self.hostname, self.hostname],
+                         [binding.agent_host(v) for v in views])
+        # Were their handles mdevs, the agent's hello would find both.
+        with db_api.writer.using(self.context) as session:
+            session.query(models.AttachHandle).filter(
+                models.AttachHandle.id.in_([v.attach_handle_id
+                                            for v in views])).update(
+                {'attach_type': 'MDEV'}, synchronize_session=False)
+        self.assertEqual(
+            sorted([arq['uuid'], arq2['uuid']]),
+            sorted(v.uuid for v in db_arqs.bound_mdevs(self.context,
+                                                       self.hostname)))
+        self.assertEqual([], db_arqs.bound_mdevs(self.context, fqdn))
+
     def bind_values(self, arqs, instance):
         return {arq['uuid']: {'hostname': self.hostname,
                               'device_rp_uuid': self.rp_uuid,
