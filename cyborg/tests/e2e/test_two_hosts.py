@@ -160,6 +160,7 @@ class TwoComputeHostsTest(base.E2ETestCase):
                          sorted(self.landed(s, GPU_HOST, 'PGPU')
                                 for s in gpus))
         # A server of each name layout keeps its device over a reboot.
+        started = time.monotonic()
         for server, host, resource_class in ((fpga, FPGA_HOST, 'FPGA'),
                                              (gpus[0], GPU_HOST, 'PGPU')):
             provider = self.landed(server, host, resource_class)
@@ -167,6 +168,8 @@ class TwoComputeHostsTest(base.E2ETestCase):
             self.wait_for(server, 'ACTIVE')
             self.assertEqual(provider,
                              self.landed(server, host, resource_class))
+        self.results['two_hard_reboots_s'] = round(
+            time.monotonic() - started, 2)
         # Both GPUs are taken; FPGAs on the other host do not help.
         self.no_valid_host('two-hosts-pgpu', 'gpu-extra')
 
