@@ -34,6 +34,7 @@ from cyborg.common import exception
 from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
+from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import adopt
 from cyborg.db import api as db_api
 from cyborg.db import migration
@@ -184,6 +185,85 @@ class Checks(upgradecheck.UpgradeCommands):
                 'are accepted. Set it to True once every service signs.')
         return _result(upgradecheck.Code.SUCCESS)
 
+    def _check_compute_node_names(self):
+        """Each agent's host must be found in Placement by one of its
+        names (``[DEFAULT] host``, ``[agent] resource_provider_name``),
+        as the compute node provider Nova made: else its devices are
+        never offered, and Nova's binds name a host cyborg may refuse."""
+        try:
+            db_api.configure(self.conf)
+            with db_api.get_engine().connect() as connection:
+                hosts = self._host_names(connection)
+        except (db_exc.DBError, sa.exc.SQLAlchemyError) as e:
+            return _result(upgradecheck.Code.FAILURE,
+                           'Cannot read the database: %s'
+                           % dbsync.error_line(e))
+        if not hosts:
+            return _result(upgradecheck.Code.SUCCESS)
+        try:
+            client = placement_client.connect(self.conf)
+            unmatched = self._unmatched_hosts(client, hosts)
+        except Exception as e:  # keystoneauth's many connection errors
+            return _result(upgradecheck.Code.FAILURE,
+                           'Cannot compare the hosts with Placement: %s'
+                           % dbsync.error_line(e))
+        if not unmatched:
+            return _result(upgradecheck.Code.SUCCESS)
+        shown = unmatched[:_PROBLEMS_SHOWN]
+        more = len(unmatched) - len(shown)
+        return _result(
+            upgradecheck.Code.WARNING,
+            'No compute node provider in Placement has a name of these '
+            'hosts\' agents, so their devices are not offered and binds '
+            'may be refused: %s%s. Set [agent] resource_provider_name of '
+            'each agent to the hypervisor host name of its nova-compute '
+            '(openstack hypervisor list); see the install guide.' % (
+                '; '.join(shown),
+                ' and %d more' % more if more else ''))
+
+    @staticmethod
+    def _host_names(connection):
+        """{hostname: its names (``host_names``)} of the agents' hosts;
+        empty before there is a hosts table."""
+        inspector = sa.inspect(connection)
+        if not inspector.has_table('hosts'):
+            return {}
+        table = models.Host.__table__
+        columns = [table.c.hostname]
+        if 'resource_provider_name' in {
+                c['name'] for c in inspector.get_columns('hosts')}:
+            columns.append(table.c.resource_provider_name)
+        return {row[0]: db_arqs.host_names(
+                    row[0], row[1] if len(row) > 1 else None)
+                for row in connection.execute(
+                    sa.select(*columns).order_by(table.c.hostname))}
+
+    @staticmethod
+    def _unmatched_hosts(client, hosts):
+        """What is wrong with each host of ``hosts`` ({hostname: names})
+        none of whose names is a provider's in Placement, with the
+        compute node (trait COMPUTE_NODE, one listing) it likely meant
+        where one is named by another form of its names."""
+        response = client.get('/resource_providers?required=COMPUTE_NODE',
+                              microversion='1.18', raise_exc=False)
+        nodes = set()
+        if response.status_code == 200:
+            nodes = {p['name'] for p in response.json()[
+                'resource_providers']}
+        problems = []
+        for hostname, names in hosts.items():
+            if nodes.intersection(names) or any(
+                    placement_client.find_provider(client, name)
+                    for name in names):
+                continue
+            likely = sorted(node for node in nodes if any(
+                db_arqs.same_host_name(node, name) for name in names))
+            problems.append('%s (names %s)%s' % (
+                hostname, ', '.join(names),
+                ', Placement has compute node %s' % ' or '.join(likely)
+                if likely else ''))
+        return problems
+
     _upgrade_checks = (
         ('Configuration', _check_configuration),
         ('Database schema', _check_database_schema),
@@ -191,6 +271,7 @@ class Checks(upgradecheck.UpgradeCommands):
         ('Enabled accelerator drivers', _check_enabled_drivers),
         ('Placement API', _check_placement),
         ('Adoption of upstream Cyborg', _check_adoption),
+        ('Compute node names', _check_compute_node_names),
         ('RPC keys', _check_rpc_keys),
     )
 

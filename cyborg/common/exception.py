@@ -210,7 +210,7 @@ class InstanceHasARQs(Invalid):
 class BindHostMismatch(Invalid):
     msg_fmt = _('Accelerator request %(arq)s cannot be bound on host '
                 '%(hostname)s: resource provider %(rp_uuid)s is a device '
-                'of host %(host)s.')
+                'of host %(host)s, whose names are %(names)s%(reason)s.')
 
 
 class ARQBadState(Conflict):

@@ -122,11 +122,11 @@ class Binding:
             # The group as it is: program_for_bind reads its
             # "accel:bitstream_id" or "accel:function_id".
             self.inventory.program_for_bind(
-                context, deployable.uuid, arq.group, arq.hostname)
+                context, deployable.uuid, arq.group, agent_host(arq))
         if handle.attach_type == MDEV:
             address, mdev_type = report_checks.mdev_target(
                 arq.attach_handle_info)
-            self.agents.create_mdev(context, arq.hostname, address,
+            self.agents.create_mdev(context, agent_host(arq), address,
                                     mdev_type, handle.uuid)
 
     def restore_mdevs(self, context, hostname):
@@ -155,19 +155,19 @@ class Binding:
         try:
             address, mdev_type = report_checks.mdev_target(
                 arq.attach_handle_info)
-            self.agents.remove_mdev(context, arq.hostname, address,
+            self.agents.remove_mdev(context, agent_host(arq), address,
                                     mdev_type, arq.attach_handle_uuid)
         except Exception as e:
             LOG.warning('The mdev %s of ARQ %s could not be removed on %s: '
                         '%s', arq.attach_handle_uuid, arq.uuid,
-                        arq.hostname, e)
+                        agent_host(arq), e)
 
     def _unbind(self, context, uuid, project_id):
         arq = db_arqs.get(context, uuid, project_id)
         self.remove_mdev(context, arq)
         db_arqs.unbind(context, uuid, project_id)
         LOG.info('ARQ %s unbound', uuid)
-        self.reports_due(context, [arq.hostname])
+        self.reports_due(context, [agent_host(arq)])
 
     def reports_due(self, context, hostnames, due=None):
         """After a release on ``hostnames``: ask the agents of those whose
@@ -194,8 +194,8 @@ class Binding:
         for arq in deleted:
             self.remove_mdev(context, arq)
         LOG.info('Deleted %d ARQs', len(deleted))
-        self.reports_due(context, sorted({arq.hostname for arq in deleted
-                                          if arq.hostname}), due)
+        self.reports_due(context, sorted({agent_host(arq) for arq in deleted
+                                          if agent_host(arq)}), due)
 
     def recover(self, context):
         """Fail the binds this conductor left unfinished, tell Nova."""
@@ -216,6 +216,13 @@ class Binding:
             LOG.warning('ARQ %s was left in %s by a stopped conductor; it '
                         'failed', uuid, states.BIND_STARTED)
             self._fail(context, uuid)
+
+
+def agent_host(arq):
+    """The RPC server of the agent of ``arq``'s device: its
+    ``[DEFAULT] host``, which need not be the name Nova bound the ARQ on
+    (``hostname``); that name while the ARQ has no device."""
+    return arq.agent_host or arq.hostname
 
 
 def _programs(arq):

@@ -19,6 +19,7 @@ import collections
 import functools
 
 from oslo_serialization import jsonutils
+from oslo_utils import netutils
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 import sqlalchemy as sa
@@ -38,15 +39,19 @@ _DP = models.DeviceProfile.__table__
 _AH = models.AttachHandle.__table__
 _DEPLOYABLE = models.Deployable.__table__
 _DEVICE = models.Device.__table__
+_HOST = models.Host.__table__
 
 # An ARQ as the API shows it and the conductor works on it.
+# ``hostname`` is the host the bind named (Nova's name for it);
+# ``agent_host`` the [DEFAULT] host of the agent of its device (None
+# before a bind claimed one), the RPC server to ask about the device.
 ARQView = collections.namedtuple(
     'ARQView', 'id uuid state project_id device_profile_name '
                'device_profile_group_id group hostname device_rp_uuid '
                'instance_uuid attach_handle_id attach_handle_uuid '
                'attach_handle_type attach_handle_info deployable_id '
                'nova_notified bind_conductor bind_started_at created_at '
-               'updated_at')
+               'updated_at agent_host')
 
 _VIEWS = sa.select(
     _ARQ.c.id, _ARQ.c.uuid, _ARQ.c.state, _ARQ.c.project_id, _DP.c.name,
@@ -54,9 +59,12 @@ _VIEWS = sa.select(
     _ARQ.c.device_rp_uuid, _ARQ.c.instance_uuid, _ARQ.c.attach_handle_id,
     _AH.c.uuid, _AH.c.attach_type, _AH.c.attach_info, _ARQ.c.deployable_id,
     _ARQ.c.nova_notified, _ARQ.c.bind_conductor, _ARQ.c.bind_started_at,
-    _ARQ.c.created_at, _ARQ.c.updated_at).select_from(
+    _ARQ.c.created_at, _ARQ.c.updated_at,
+    _DEVICE.c.hostname.label('agent_host')).select_from(
     _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
-        _AH, _AH.c.id == _ARQ.c.attach_handle_id))
+        _AH, _AH.c.id == _ARQ.c.attach_handle_id).outerjoin(
+        _DEPLOYABLE, _DEPLOYABLE.c.id == _ARQ.c.deployable_id).outerjoin(
+        _DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id))
 
 
 def _view(row, profiles=None):
@@ -137,12 +145,15 @@ def get_all(context, project_id=None, instance_uuid=None, states_in=None,
         states=None if states_in is None else sorted(states_in))
 
 
-_BOUND_MDEVS = _views('hostname', 'state').where(_AH.c.attach_type == 'MDEV')
+_BOUND_MDEVS = _views('state').where(
+    _AH.c.attach_type == 'MDEV', _DEVICE.c.hostname == sa.bindparam(
+        'b_hostname'))
 
 
 @db_api.reader
 def bound_mdevs(context, hostname):
-    """The bound ARQs of ``hostname`` whose attach handle is an mdev."""
+    """The bound ARQs whose attach handle is an mdev of a device of
+    ``hostname`` (its agent's host, whatever name the bind gave)."""
     return [_view(row) for row in _run(context, _BOUND_MDEVS,
                                        b_hostname=hostname,
                                        b_state=states.BOUND)]
@@ -286,13 +297,101 @@ _DEPLOYABLE_OF = sa.select(
 ).where(_is(_DEPLOYABLE.c.rp_uuid))
 
 
+def short_name(name):
+    """The first label of the fully qualified ``name`` ('cmp-1' of
+    'cmp-1.example.org'); None for a name without a dot or an IP
+    address."""
+    if '.' not in name or netutils.is_valid_ip(name):
+        return None
+    return name.split('.', 1)[0]
+
+
+def same_host_name(a, b):
+    """Whether ``a`` and ``b`` may name one host: equal, or one is the
+    short form of the other. Two different fully qualified names never
+    do ('cmp-1.a.org' and 'cmp-1.b.org' are two hosts)."""
+    return a == b or short_name(a) == b or short_name(b) == a
+
+
+def host_names(hostname, resource_provider_name):
+    """The names a host is known by: its agent's ``[DEFAULT] host``, then
+    the compute node provider name it gave (``[agent]
+    resource_provider_name``), if another. The provider its devices hang
+    under is one of these two: ``placement_sync`` looks it up by them
+    and by no other name."""
+    if resource_provider_name and resource_provider_name != hostname:
+        return [hostname, resource_provider_name]
+    return [hostname]
+
+
+def bind_host_refusal(name, host, hosts):
+    """Why a bind on host ``name`` (Nova's: nova-compute's ``[DEFAULT]
+    host``) of a device of ``host`` is refused; None when it is not.
+    ``hosts`` ({hostname: resource_provider_name}) holds ``host`` and
+    the other known hosts that ``name`` may name.
+
+    ``name`` is accepted when it is one of ``host_names`` of ``host``, or
+    the short or fully qualified form of one of them that names no other
+    host. Another host's own name (its agent's ``host``) is refused.
+    """
+    if name == host:
+        return None
+    if name in hosts:
+        return '; %s is another host' % name
+    own = host_names(host, hosts.get(host))
+    if name in own:
+        return None
+    if not any(same_host_name(name, n) for n in own):
+        return ''
+    others = sorted(other for other, provider_name in hosts.items()
+                    if other != host and any(
+                        same_host_name(name, n)
+                        for n in host_names(other, provider_name)))
+    if others:
+        return '; %s may also name host %s' % (name, ', '.join(others))
+    return None
+
+
+_NAMES = sa.bindparam('b_names', expanding=True)
+_PREFIX = sa.bindparam('b_prefix')
+# The hosts one of whose names is one of b_names or starts with b_prefix.
+_HOSTS_NAMED = sa.select(
+    _HOST.c.hostname, _HOST.c.resource_provider_name).where(sa.or_(
+        _HOST.c.hostname.in_(_NAMES),
+        _HOST.c.resource_provider_name.in_(_NAMES),
+        _HOST.c.hostname.like(_PREFIX, escape='!'),
+        _HOST.c.resource_provider_name.like(_PREFIX, escape='!')))
+
+
+def _hosts_named(context, name, host):
+    """{hostname: resource_provider_name} of ``host`` and of every host
+    that one of ``name``'s forms may name (see ``same_host_name``)."""
+    names = [name, host] + [n for n in [short_name(name)] if n]
+    prefix = ''.join('!' + c if c in '!%_' else c for c in name) + '.%'
+    return dict(_run(context, _HOSTS_NAMED, b_names=names,
+                     b_prefix=prefix).all())
+
+
+def _check_host(context, uuid, values, host):
+    """BindHostMismatch (400) unless the bind ``values`` of ARQ ``uuid``
+    name ``host``, the host of its provider (``bind_host_refusal``)."""
+    name = values['hostname']
+    hosts = _hosts_named(context, name, host)
+    reason = bind_host_refusal(name, host, hosts)
+    if reason is not None:
+        raise exception.BindHostMismatch(
+            arq=uuid, hostname=name, rp_uuid=values['device_rp_uuid'],
+            host=host, names=', '.join(host_names(host, hosts.get(host))),
+            reason=reason)
+
+
 def _deployables_of(context, binds):
     """{rp_uuid: deployable row or None} of the providers of ``binds``;
-    BindHostMismatch (400) for a bind whose ``hostname`` is not the host
-    of the deployable behind its ``device_rp_uuid``: the request would
-    claim one host's device for an instance on another. A provider
-    cyborg does not know is left to the claim, which refuses it
-    (UnknownDeviceProvider, 400)."""
+    BindHostMismatch (400) for a bind whose ``hostname`` is not a name of
+    the host of the deployable behind its ``device_rp_uuid`` (see
+    ``bind_host_refusal``): the request would claim one host's device
+    for an instance on another. A provider cyborg does not know is left
+    to the claim, which refuses it (UnknownDeviceProvider, 400)."""
     found = {}
     for uuid, values in sorted(binds.items()):
         rp_uuid = values['device_rp_uuid']
@@ -301,9 +400,7 @@ def _deployables_of(context, binds):
                                   b_rp_uuid=rp_uuid).first()
         row = found[rp_uuid]
         if row is not None and row.hostname != values['hostname']:
-            raise exception.BindHostMismatch(
-                arq=uuid, hostname=values['hostname'],
-                rp_uuid=rp_uuid, host=row.hostname)
+            _check_host(context, uuid, values, row.hostname)
     return found
 
 
@@ -336,18 +433,18 @@ def bind(context, binds, project_id, conductor, ready,
          new_instances_only=True):
     """The binds of one request, in ONE transaction.
 
-    A bind whose hostname is not the host of its provider's device is a
-    400 (BindHostMismatch). With ``new_instances_only``, an instance of
-    ``binds`` that has ARQs already is a 400 (InstanceHasARQs). Every
-    ARQ of ``binds`` (as for ``start_binds``) moves to BindStarted, or
-    none does (404, 409). Each then claims a free attach handle of the
-    deployable behind its ``device_rp_uuid`` (none free: it moves to
-    BindFailed; no such deployable: the request is refused, 400) and
-    moves on to Bound when ``ready(arq, handle)`` says that nothing is to
-    be done on its host first. Returns ``(claims, failed)``: the Claims
-    of the ARQs left BindStarted with their handle, for the caller to
-    prepare and then ``finish_binds``, and the uuids of those that
-    failed.
+    A bind whose hostname is not a name of the host of its provider's
+    device is a 400 (BindHostMismatch). With ``new_instances_only``, an
+    instance of ``binds`` that has ARQs already is a 400
+    (InstanceHasARQs). Every ARQ of ``binds`` (as for ``start_binds``)
+    moves to BindStarted, or none does (404, 409). Each then claims a
+    free attach handle of the deployable behind its ``device_rp_uuid``
+    (none free: it moves to BindFailed; no such deployable: the request
+    is refused, 400) and moves on to Bound when ``ready(arq, handle)``
+    says that nothing is to be done on its host first. Returns
+    ``(claims, failed)``: the Claims of the ARQs left BindStarted with
+    their handle, for the caller to prepare and then ``finish_binds``,
+    and the uuids of those that failed.
     """
     deployables = _deployables_of(context, binds)
     _lock_instances(context, binds)
@@ -389,7 +486,8 @@ def bind(context, binds, project_id, conductor, ready,
         arq = arq._replace(
             attach_handle_id=handle.id, attach_handle_uuid=handle.uuid,
             attach_handle_type=handle.attach_type, deployable_id=deployable.id,
-            attach_handle_info=jsonutils.loads(handle.attach_info))
+            attach_handle_info=jsonutils.loads(handle.attach_info),
+            agent_host=deployable.hostname)
         done = ready(arq, handle)
         _cas(context, uuid, states.BOUND if done else states.BIND_STARTED,
              {'attach_handle_id': handle.id,
@@ -471,8 +569,8 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
     """Delete ARQs by uuid (all must exist, else 404 and nothing is
     deleted) or by instance; handles are released. Returns the views of
     what was deleted; with ``hosts_due`` (``db.hosts.awaiting_report``),
-    also what it answers for the hosts of those ARQs, read in the same
-    transaction."""
+    also what it answers for the hosts of their devices' agents, read in
+    the same transaction."""
     if uuids is not None:
         views = get_many(context, uuids, project_id)
     else:
@@ -483,7 +581,7 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
     if hosts_due is None:
         return views
     return views, hosts_due(context, sorted(
-        {view.hostname for view in views if view.hostname}))
+        {view.agent_host for view in views if view.agent_host}))
 
 
 @db_api.reader

@@ -413,17 +413,28 @@ class SplitCloud(NovaCloud):
     ``cyborg-conductor.log``, ``cyborg-agent-<host>.log``,
     ``nova-compute-<host>.log``.
 
-    ``hosts`` maps each host name to its agent's ``[agent]`` options
-    (``enabled_drivers``, ``sysfs_root``, ...).
+    ``hosts`` maps each host name (nova-compute's ``[DEFAULT] host``,
+    and so its node name with the fake virt driver) to its agent's
+    ``[agent]`` options (``enabled_drivers``, ``sysfs_root``, ...).
+    ``agent_hosts`` maps a host name to its agent's ``[DEFAULT] host``
+    where the two differ, as deployments set them (a short name and the
+    FQDN); its ``[agent] resource_provider_name`` is the node name then
+    too, as the install guide says. Daemons, logs and keys are named by
+    the host name Nova has.
     """
 
     DATABASES = NovaCloud.DATABASES + ('cyborg',)
     API_HOST = 'e2e-api'
     CONDUCTOR_HOST = 'e2e-conductor'
 
-    def __init__(self, venv, workdir, hosts):
+    def __init__(self, venv, workdir, hosts, agent_hosts=None):
         super().__init__(venv, workdir, hosts=list(hosts))
         self.agent_options = dict(hosts)
+        self.agent_hosts = dict(agent_hosts or {})
+
+    def agent_host(self, host):
+        """The ``[DEFAULT] host`` of the agent of Nova's ``host``."""
+        return self.agent_hosts.get(host, host)
 
     def _endpoints(self):
         super()._endpoints()
@@ -460,8 +471,8 @@ class SplitCloud(NovaCloud):
         agent's only their own."""
         conductor = self.key_dir('conductor')
         identities = {'api': keys.API}
-        identities.update({'agent-' + host: keys.host_identity(host)
-                           for host in self.hosts})
+        identities.update({'agent-' + host: keys.host_identity(
+            self.agent_host(host)) for host in self.hosts})
         for name, identity in identities.items():
             path, _created = keys.create(conductor, identity)
             own = self.key_dir(name)
@@ -502,9 +513,12 @@ class SplitCloud(NovaCloud):
     def start_cyborg_daemon(self, name, host, **sections):
         """``cyborg-<name>`` for ``host``, logging to
         ``cyborg-<key>.log``; its key in ``processes`` is
-        ``cyborg-<key>`` (``key`` is ``name``, or ``agent-<host>``)."""
+        ``cyborg-<key>`` (``key`` is ``name``, or ``agent-<host>``). An
+        agent's ``[DEFAULT] host`` is ``agent_host(host)``."""
         key = name if name != 'agent' else 'agent-' + host
-        config = self.cyborg_config(key, host, **sections)
+        config = self.cyborg_config(
+            key, host if name != 'agent' else self.agent_host(host),
+            **sections)
         daemon = daemons.Daemon(
             self, name, ['--config-file', config],
             os.path.join(self.logs, 'cyborg-%s.log' % key))

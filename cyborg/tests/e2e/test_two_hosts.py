@@ -6,9 +6,16 @@ cyborg-api, cyborg-conductor and one cyborg-agent per host, sharing one
 Placement with Nova. The hosts have different devices, so where a server
 lands shows that scheduling followed them:
 
-* ``e2e-fpga-host``: the fake driver's card, 16 FPGA functions;
+* ``e2e-fpga-host.example.org``: the fake driver's card, 16 FPGA
+  functions;
 * ``e2e-gpu-host``: two whole NVIDIA T4 GPUs (``PGPU``) in a sysfs tree
   made for the test (``cyborg/tests/unit/accelerator/sysfs.py``).
+
+Each host names itself as deployments do (issue #44): nova-compute's
+``[DEFAULT] host`` (Nova's name in its binds, and its node name) is not
+the agent's. The FPGA host is an FQDN to Nova and its short name to the
+agent, the GPU host the reverse; each agent's ``[agent]
+resource_provider_name`` is Nova's node name, as the install guide says.
 """
 
 import os
@@ -18,8 +25,11 @@ from cyborg.tests.e2e import base
 from cyborg.tests.e2e import cloud as e2e
 from cyborg.tests.unit.accelerator import sysfs
 
-FPGA_HOST = 'e2e-fpga-host'
+FPGA_HOST = 'e2e-fpga-host.example.org'
 GPU_HOST = 'e2e-gpu-host'
+# The agents' [DEFAULT] host.
+AGENT_HOSTS = {FPGA_HOST: 'e2e-fpga-host',
+               GPU_HOST: 'e2e-gpu-host.example.org'}
 GPUS = ('0000:3b:00.0', '0000:d8:00.0')
 FPGAS = 16
 PROFILES = {
@@ -52,7 +62,7 @@ class TwoComputeHostsTest(base.E2ETestCase):
             GPU_HOST: {'enabled_drivers': 'nvidia_gpu_driver',
                        'sysfs_root': gpu_tree(os.path.join(workdir,
                                                            'sys-gpu'))},
-        })
+        }, agent_hosts=AGENT_HOSTS)
         cloud.setUp()
         cls.results['cloud_up_s'] = round(time.monotonic() - started, 1)
         return cloud
@@ -128,6 +138,16 @@ class TwoComputeHostsTest(base.E2ETestCase):
                 self.assertIn('OWNER_CYBORG', traits, (host, child))
                 self.assertNotIn('OWNER_NOVA', traits, (host, child))
 
+    def test_agents_and_nova_name_each_host_differently(self):
+        nova = {s['host'] for s in self.cloud.nova(
+            'GET', '/os-services?binary=nova-compute', admin=True,
+            expect=200).json()['services']}
+        self.assertEqual({FPGA_HOST, GPU_HOST}, nova)
+        hosts = self.cloud.cyborg('GET', '/hosts', version='2.5',
+                                  expect=200).json()['hosts']
+        self.assertEqual(sorted(AGENT_HOSTS.values()),
+                         sorted(h['hostname'] for h in hosts))
+
     def test_servers_land_where_their_device_is(self):
         started = time.monotonic()
         fpga = self.boot('two-hosts-fpga', name='fpga')
@@ -139,6 +159,17 @@ class TwoComputeHostsTest(base.E2ETestCase):
         self.assertEqual(sorted(self.providers(GPU_HOST, 'PGPU')),
                          sorted(self.landed(s, GPU_HOST, 'PGPU')
                                 for s in gpus))
+        # A server of each name layout keeps its device over a reboot.
+        started = time.monotonic()
+        for server, host, resource_class in ((fpga, FPGA_HOST, 'FPGA'),
+                                             (gpus[0], GPU_HOST, 'PGPU')):
+            provider = self.landed(server, host, resource_class)
+            self.action(server, {'reboot': {'type': 'HARD'}})
+            self.wait_for(server, 'ACTIVE')
+            self.assertEqual(provider,
+                             self.landed(server, host, resource_class))
+        self.results['two_hard_reboots_s'] = round(
+            time.monotonic() - started, 2)
         # Both GPUs are taken; FPGAs on the other host do not help.
         self.no_valid_host('two-hosts-pgpu', 'gpu-extra')
 
@@ -158,7 +189,8 @@ class TwoComputeHostsTest(base.E2ETestCase):
         self.assertEqual(len(GPUS), len(self.providers(GPU_HOST, 'PGPU')))
 
     def _agent_back(self, host):
-        before = self.last_seen(host)
+        agent = self.cloud.agent_host(host)
+        before = self.last_seen(agent)
         self.cloud.start_agent(host)
-        e2e.wait(lambda: self.last_seen(host) != before, 60,
+        e2e.wait(lambda: self.last_seen(agent) != before, 60,
                  'the agent of %s back' % host)

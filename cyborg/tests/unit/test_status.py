@@ -7,6 +7,8 @@ import re
 
 import fixtures
 from oslo_policy import opts as policy_opts
+from oslo_utils import timeutils
+from oslo_utils import uuidutils
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
@@ -15,6 +17,7 @@ from cyborg.common.clients import placement as placement_client
 from cyborg.common import keys
 from cyborg.db import api as db_api
 from cyborg.db import migration
+from cyborg.db import models
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import placement_fixture
@@ -177,6 +180,80 @@ class RPCKeysCheckTest(_StatusTestCase):
         self.assertEqual(Code.SUCCESS, self.checks._check_rpc_keys().code)
 
 
+class ComputeNodeNamesCheckTest(_StatusTestCase):
+    """Each agent's host names a compute node provider in Placement."""
+
+    def setUp(self):
+        super().setUp()
+        migration.upgrade('head')
+        self.placement = self.useFixture(placement_fixture.Placement(
+            self.conf))
+        # One Placement serves the process: names of this test's own.
+        self.short = 'cmp-%s' % uuidutils.generate_uuid()[:8]
+        self.fqdn = self.short + '.example.org'
+
+    def host(self, hostname, resource_provider_name=None):
+        with self.db.engine.begin() as connection:
+            connection.execute(models.Host.__table__.insert().values(
+                hostname=hostname, status='up', last_seen_at=timeutils.
+                utcnow(), resource_provider_name=resource_provider_name))
+
+    def compute_node(self, name):
+        """A compute node provider as Nova makes it (COMPUTE_NODE)."""
+        provider = self.placement.create_compute_node(name,
+                                                      remove_after=True)
+        placement_client.set_traits(self.placement.client, provider['uuid'],
+                                    provider['generation'], ['COMPUTE_NODE'])
+
+    def test_no_hosts_succeeds(self):
+        self.assertEqual(Code.SUCCESS,
+                         self.checks._check_compute_node_names().code)
+
+    def test_a_host_found_by_its_agents_host_succeeds(self):
+        self.host(self.short)
+        self.compute_node(self.short)
+        self.assertEqual(Code.SUCCESS,
+                         self.checks._check_compute_node_names().code)
+
+    def test_a_host_found_by_its_provider_name_succeeds(self):
+        self.host(self.short, self.fqdn)
+        self.compute_node(self.fqdn)
+        self.assertEqual(Code.SUCCESS,
+                         self.checks._check_compute_node_names().code)
+
+    def test_a_provider_without_the_compute_node_trait_is_found(self):
+        self.host(self.short, self.fqdn)
+        self.placement.create_compute_node(self.fqdn, remove_after=True)
+        self.assertEqual(Code.SUCCESS,
+                         self.checks._check_compute_node_names().code)
+
+    def test_a_host_under_another_form_of_its_name_warns(self):
+        # The agent's host is the short name and it gave no provider
+        # name, Nova's node name is the FQDN.
+        self.host(self.short)
+        self.compute_node(self.fqdn)
+        result = self.checks._check_compute_node_names()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('%s (names %s), Placement has compute node %s'
+                      % (self.short, self.short, self.fqdn), result.details)
+        self.assertIn('[agent] resource_provider_name', result.details)
+
+    def test_a_host_no_compute_node_names_warns(self):
+        self.host(self.fqdn, 'node-%s' % self.short)
+        result = self.checks._check_compute_node_names()
+        self.assertEqual(Code.WARNING, result.code)
+        self.assertIn('%s (names %s, node-%s).' % (
+            self.fqdn, self.fqdn, self.short), result.details)
+
+    def test_unreachable_placement_fails(self):
+        self.host(self.short)
+        with self.placement.down():
+            result = self.checks._check_compute_node_names()
+        self.assertEqual(Code.FAILURE, result.code)
+        self.assertIn('Cannot compare the hosts with Placement',
+                      result.details)
+
+
 class AllChecksTest(_StatusTestCase):
     """``check()`` runs every check and answers the worst code."""
 
@@ -203,7 +280,7 @@ class AllChecksTest(_StatusTestCase):
         self.assertEqual(Code.SUCCESS, self.checks.check())
         for name in ('Database schema', 'Policy File JSON to YAML Migration',
                      'Enabled accelerator drivers', 'Placement API',
-                     'RPC keys'):
+                     'Compute node names', 'RPC keys'):
             self.assertIn(name, self.stdout.getvalue())
 
 

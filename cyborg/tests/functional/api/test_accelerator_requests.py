@@ -217,6 +217,86 @@ class _ARQTests(ARQSetup):
         _instance, response = self.bind(arqs)
         self.assertEqual(202, response.status_int, response.body)
 
+    def bind_as(self, name, rp_uuid=None):
+        """A bind of new ARQs on host ``name``: the response."""
+        arqs = self.create()
+        patch = self.bind_patch(arqs, uuidutils.generate_uuid(), rp_uuid)
+        patch[arqs[0]['uuid']][0]['value'] = name
+        return self.patch(PATH, patch, headers=NOVA_USER, service=True)
+
+    def seed_host(self, hostname, resource_provider_name=None):
+        """Another host with the fake card: its provider's uuid."""
+        self.flags(host=hostname)
+        devices = fake_driver.FakeDriver(self.conf).discover()
+        db_hosts.record_hello(self.context, hostname, hostname, '1', [],
+                              resource_provider_name)
+        reporting.reconcile(self.context, hostname, devices, 'h')
+        with db_api.reader.using(self.context) as session:
+            return session.query(models.Deployable.rp_uuid).join(
+                models.Device).filter(
+                    models.Device.hostname == hostname).one()[0]
+
+    def test_binding_under_the_provider_name_of_the_host(self):
+        # nova-compute's host is the FQDN, the agent's the short name
+        # and [agent] resource_provider_name the FQDN.
+        fqdn = self.hostname + '.example.org'
+        db_hosts.record_hello(self.context, self.hostname, self.hostname,
+                              '1', [], fqdn)
+        response = self.bind_as(fqdn)
+        self.assertEqual(202, response.status_int, response.body)
+        message = self.assert_error(self.bind_as('other-host'), 400)
+        self.assertIn('whose names are %s, %s.' % (self.hostname, fqdn),
+                      message)
+
+    def test_binding_under_the_short_form_of_the_hosts_name(self):
+        short = 'cmp-%s' % uuidlib.uuid4().hex[:8]
+        fqdn = short + '.example.org'
+        rp_uuid = self.seed_host(fqdn)
+        response = self.bind_as(short, rp_uuid)
+        self.assertEqual(202, response.status_int, response.body)
+        # Once another host may be named so, the short form is refused,
+        # and that host's own name always.
+        db_hosts.record_hello(self.context, short + '.lab.org',
+                              'endpoint', '1', [])
+        message = self.assert_error(self.bind_as(short, rp_uuid), 400)
+        self.assertIn('whose names are %s; %s may also name host '
+                      '%s.lab.org.' % (fqdn, short, short), message)
+        message = self.assert_error(
+            self.bind_as(short + '.lab.org', rp_uuid), 400)
+        self.assertIn('; %s.lab.org is another host.' % short, message)
+
+    def test_the_agent_of_a_device_bound_under_another_name(self):
+        # Bound under Nova's name, the ARQ's device is still asked about
+        # (mdevs, reports) on its agent's host.
+        fqdn = self.hostname + '.example.org'
+        db_hosts.record_hello(self.context, self.hostname, self.hostname,
+                              '1', [], fqdn)
+        [arq] = self.create()
+        _instance, response = self.bind([arq])
+        self.assertEqual(202, response.status_int, response.body)
+        [arq2] = self.create()
+        patch = self.bind_patch([arq2], uuidutils.generate_uuid())
+        patch[arq2['uuid']][0]['value'] = fqdn
+        response = self.patch(PATH, patch, headers=NOVA_USER, service=True)
+        self.assertEqual(202, response.status_int, response.body)
+        views = db_arqs.get_many(self.context, [arq['uuid'], arq2['uuid']])
+        self.assertEqual([(self.hostname, self.hostname),
+                          (fqdn, self.hostname)],
+                         [(v.hostname, v.agent_host) for v in views])
+        self.assertEqual([self.hostname, self.hostname],
+                         [binding.agent_host(v) for v in views])
+        # Were their handles mdevs, the agent's hello would find both.
+        with db_api.writer.using(self.context) as session:
+            session.query(models.AttachHandle).filter(
+                models.AttachHandle.id.in_([v.attach_handle_id
+                                            for v in views])).update(
+                {'attach_type': 'MDEV'}, synchronize_session=False)
+        self.assertEqual(
+            sorted([arq['uuid'], arq2['uuid']]),
+            sorted(v.uuid for v in db_arqs.bound_mdevs(self.context,
+                                                       self.hostname)))
+        self.assertEqual([], db_arqs.bound_mdevs(self.context, fqdn))
+
     def bind_values(self, arqs, instance):
         return {arq['uuid']: {'hostname': self.hostname,
                               'device_rp_uuid': self.rp_uuid,
