@@ -122,6 +122,7 @@ class StuckARQs:
             self.binding.remove_mdev(context, arq)
             notifications.emit(context, 'arq.released', 'WARNING',
                                payload(arq))
+        # The agents of the devices (Nova's name of a host may differ).
         self.binding.reports_due(context, sorted(
-            {arq.hostname for arq in arqs if arq.hostname}))
+            {arq.agent_host for arq in arqs if arq.agent_host}))
         return len(arqs)
