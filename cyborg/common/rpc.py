@@ -166,6 +166,7 @@ class SigningTransport(msg_transport.RPCTransport):
         sender = signing.current_sender(self.sender)
         signed_for = signing.target_of(target.topic, target.server,
                                        target.fanout)
+        key_list = None
         try:
             key_list = self.key_store.keys(
                 signing.sender_key_identity(sender, signed_for))
@@ -181,19 +182,17 @@ class SigningTransport(msg_transport.RPCTransport):
         result = super()._send(target, ctxt, message, *args, **kwargs)
         if not _waits_for_reply(*args, **kwargs):
             return result
-        return self._open_reply(result, ctxt, message, target)
+        return self._open_reply(result, ctxt, message, target, key_list)
 
-    def _open_reply(self, result, ctxt, message, target):
+    def _open_reply(self, result, ctxt, message, target, key_list):
         """The result of a call, once its signature is checked: a reply
-        to a signed request must be signed with a key of the sender's.
-        Failures are not signed: an unsigned one can make a call fail,
-        never look successful."""
+        to a request signed with ``key_list`` must be signed with one of
+        them. Failures are not signed: an unsigned one can make a call
+        fail, never look successful."""
         method = message.get('method')
         if signing.AUTH not in ctxt:
             # Sent unsigned ([security] require_signed False).
             return result
-        key_list = self.key_store.keys(signing.sender_key_identity(
-            ctxt[signing.AUTH]['sender'], ctxt[signing.AUTH]['target']))
         if signing.is_signed_reply(result):
             try:
                 return signing.open_reply(key_list,
