@@ -512,9 +512,8 @@ class KeysCommandTest(base.TestCase):
             self.assertIn(' -p cyborg-vh ', line)
 
 
-class ReplyTest(base.TestCase):
-    """A reply is bound to its request and signed with its sender's key;
-    a caller takes no unsigned success; no token goes on the wire."""
+class _TwoKeys(base.TestCase):
+    """The API's key and cmp-1's, in a key directory of the test's."""
 
     def setUp(self):
         super().setUp()
@@ -522,6 +521,11 @@ class ReplyTest(base.TestCase):
         self.store = keys.KeyStore(self.dir)
         for identity in (keys.API, 'host:cmp-1'):
             keys.create(self.dir, identity)
+
+
+class ReplyTest(_TwoKeys):
+    """A reply is bound to its request and signed with its sender's key;
+    a caller takes no unsigned success; no token goes on the wire."""
 
     def test_a_reply_verifies_for_its_request_and_key_only(self):
         api = self.store.keys(keys.API)
@@ -644,16 +648,12 @@ class _Nonces:
         return True
 
 
-class NonceStoreTest(base.TestCase):
+class NonceStoreTest(_TwoKeys):
     """The conductors note in their database the nonce of every message
     that is not harmless to take again, after it is authorized."""
 
     def setUp(self):
         super().setUp()
-        self.dir = self.useFixture(fixtures.TempDir()).path
-        self.store = keys.KeyStore(self.dir)
-        for identity in (keys.API, 'host:cmp-1'):
-            keys.create(self.dir, identity)
         self.nonces = _Nonces()
         self.useFixture(fixtures.FakeLogger(name='cyborg.security'))
         self.conductor = _Conductor()
