@@ -83,9 +83,9 @@ import kombu
 import kombu.transport.pyamqp
 from oslo_log import log as logging
 import oslo_messaging as messaging
-from oslo_messaging._drivers import impl_rabbit
 
 from cyborg.common import keys
+from cyborg.common import rabbit
 from cyborg.common import signing
 
 LOG = logging.getLogger(__name__)
@@ -174,15 +174,14 @@ def ssl_options(conf):
     protocol; with ``ssl_ca_file`` the broker's certificate is verified,
     and its name too when ``transport_url`` names one host (with several,
     kombu takes the name of the host it connects to)."""
-    rabbit = conf.oslo_messaging_rabbit
-    if not rabbit.ssl:
+    group = conf.oslo_messaging_rabbit
+    if not group.ssl:
         return False
     options = {}
-    if rabbit.ssl_version:
-        options['ssl_version'] = impl_rabbit.Connection.validate_ssl_version(
-            rabbit.ssl_version)
-    if rabbit.ssl_ca_file:
-        options['ca_certs'] = rabbit.ssl_ca_file
+    if group.ssl_version:
+        options['ssl_version'] = rabbit.ssl_version(group.ssl_version)
+    if group.ssl_ca_file:
+        options['ca_certs'] = group.ssl_ca_file
         options['cert_reqs'] = ssl.CERT_REQUIRED
         try:
             hosts = messaging.TransportURL.parse(conf,
@@ -191,10 +190,10 @@ def ssl_options(conf):
             hosts = []
         options['server_hostname'] = (hosts[0].hostname if len(hosts) == 1
                                       else None)
-    if rabbit.ssl_cert_file:
-        options['certfile'] = rabbit.ssl_cert_file
-    if rabbit.ssl_key_file:
-        options['keyfile'] = rabbit.ssl_key_file
+    if group.ssl_cert_file:
+        options['certfile'] = group.ssl_cert_file
+    if group.ssl_key_file:
+        options['keyfile'] = group.ssl_key_file
     return options or True
 
 

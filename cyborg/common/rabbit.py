@@ -103,6 +103,13 @@ def _capped(take, consumer, limit, refusals, message):
         % (size, limit)), 'a message on %s' % consumer.queue_name)
 
 
+def ssl_version(name):
+    """The ``ssl`` module's protocol of ``[oslo_messaging_rabbit]
+    ssl_version`` ``name``, as oslo.messaging's driver reads it (for the
+    heartbeat channel's own connections)."""
+    return impl_rabbit.Connection.validate_ssl_version(name)
+
+
 class BoundedConnection(impl_rabbit.Connection):
     """A connection whose consumers take at most ``[security]
     rpc_prefetch`` messages ahead (unless ``rabbit_qos_prefetch_count``

@@ -177,10 +177,12 @@ class SigningTransport(msg_transport.RPCTransport):
                 self._unsigned_logged = True
                 LOG.warning('Sending unsigned RPC messages ([security] '
                             'require_signed is False): %s', e)
-        else:
-            ctxt = signing.sign(key_list, sender, signed_for, ctxt, message)
+        call = _waits_for_reply(*args, **kwargs)
+        if key_list is not None:
+            ctxt = signing.sign(key_list, sender, signed_for, ctxt, message,
+                                reply=call)
         result = super()._send(target, ctxt, message, *args, **kwargs)
-        if not _waits_for_reply(*args, **kwargs):
+        if not call:
             return result
         return self._open_reply(result, ctxt, message, target, key_list)
 

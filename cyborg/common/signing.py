@@ -99,7 +99,7 @@ def replays_harmless(func):
     """Mark a conductor endpoint whose message, taken again, changes
     nothing (its own ordering refuses it or makes it a no-op): the
     conductors check its nonce in their memory only, not in the
-    database (no write for a heartbeat or an unchanged report)."""
+    database (no write for an unchanged report)."""
     setattr(func, _REPLAYS_HARMLESS, True)
     return func
 
@@ -142,13 +142,17 @@ def target_of(topic, server=None, fanout=False):
     return {'topic': topic, 'server': server, 'fanout': bool(fanout)}
 
 
-def sign(key_list, sender, target, ctxt, message):
+def sign(key_list, sender, target, ctxt, message, reply=True):
     """A copy of the context ``ctxt`` of ``message`` with the signature
-    of ``sender`` (made with each key of ``key_list``) for ``target``."""
+    of ``sender`` (made with each key of ``key_list``) for ``target``;
+    ``reply``: the message is a call, whose reply must be signed (a cast
+    asks for none, so its receiver signs nothing it would throw away)."""
     ctxt = {k: v for k, v in ctxt.items() if k != AUTH}
     auth = {'sender': sender, 'time': time.time(),
             'nonce': secrets.token_hex(16), 'target': target,
-            'context': sorted(ctxt), REPLY: True}
+            'context': sorted(ctxt)}
+    if reply:
+        auth[REPLY] = True
     auth['macs'] = _macs(key_list, _digest(_body(auth, target, ctxt,
                                                  message)))
     ctxt[AUTH] = auth

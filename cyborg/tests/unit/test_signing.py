@@ -569,6 +569,15 @@ class ReplyTest(_TwoKeys):
         self.assertEqual(keys.API, verifier.verify(old, MESSAGE)[0])
         self.assertFalse(signing.wants_signed_reply(old))
 
+    def test_a_cast_asks_for_no_signed_reply(self):
+        key_list = self.store.keys(keys.API)
+        ctxt = signing.sign(key_list, keys.API, signing.target_of(TOPIC),
+                            CTXT, MESSAGE, reply=False)
+        self.assertFalse(signing.wants_signed_reply(ctxt))
+        verifier = signing.Verifier(self.store, self.conf,
+                                    signing.CONDUCTOR_ROLE, TOPIC, None)
+        self.assertEqual(keys.API, verifier.verify(ctxt, MESSAGE)[0])
+
     def test_no_token_goes_on_the_wire(self):
         ctx = context.RequestContext(
             auth_token='gAAAAA-secret', user_id='u', project_id='p',
