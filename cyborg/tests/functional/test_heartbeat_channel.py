@@ -107,11 +107,11 @@ class HeartbeatChannelTest(base.TestCase):
         old = types.SimpleNamespace(time=lambda: time.time() - 31)
         sign = signing.sign
 
-        def sign_before(*args):
+        def sign_before(*args, **kwargs):
             # Only while signing: the conductor's check of the window
             # (signing.check_window) must see the real clock.
             with mock.patch.object(signing, 'time', old):
-                return sign(*args)
+                return sign(*args, **kwargs)
         with mock.patch.object(signing, 'sign', sign_before):
             self.api.agent_heartbeat(self.ctx, 'cmp-1', topic=topic)
         wait_for(lambda: consumer.received == 1)
