@@ -35,8 +35,10 @@ host may send anything it likes there:
 * the queue keeps at most :data:`MAX_QUEUED` messages and
   :data:`MAX_QUEUED_BYTES` bytes (``x-max-length``,
   ``x-max-length-bytes``), dropping the oldest when more come
-  (``x-overflow: drop-head``; a message bigger than the byte bound is
-  dropped by the broker itself);
+  (``x-overflow: drop-head``); these bound what waits, not one message:
+  RabbitMQ hands a consumer with room a message of any size at once (a
+  32 MiB body reached the conductors in the broker-boundary test, and
+  was refused there, before decoding, by the cap above);
 * the consumer acknowledges what it takes, with a prefetch of
   :data:`PREFETCH`: the broker pushes at most that many messages ahead
   of the conductor, and the rest of a flood waits, bounded, in the queue
