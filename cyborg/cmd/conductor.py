@@ -19,6 +19,8 @@ DESCRIPTION = ("Run cyborg's conductor: the only writer of the database; it "
 def main():
     service.prepare_service(sys.argv, prog=PROG, description=DESCRIPTION)
     conf = service.CONF
+    # The schema check waits for a database that does not answer.
+    service.exit_on_signal()
     db_api.configure(conf)
     try:
         migration.check_at_head()

@@ -149,6 +149,14 @@ class ServiceUnavailable(CyborgException):
     code = http.SERVICE_UNAVAILABLE
 
 
+class Stopping(ServiceUnavailable):
+    """This process was told to stop: a wait for something else (the
+    broker, an exchange) was cut short (see
+    :mod:`cyborg.common.stopping`)."""
+
+    msg_fmt = _('The service is stopping.')
+
+
 class DatabaseUnavailable(ServiceUnavailable):
     """The database does not answer (down, unreachable, restarting).
 

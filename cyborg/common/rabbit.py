@@ -24,7 +24,6 @@ a release change what it relies on.
 """
 
 import functools
-import time
 import uuid
 
 from amqp import exceptions as amqp_exceptions
@@ -36,6 +35,7 @@ from oslo_messaging._drivers import impl_rabbit
 
 from cyborg.common import keys
 from cyborg.common import signing
+from cyborg.common import stopping
 
 LOG = logging.getLogger(__name__)
 
@@ -74,7 +74,8 @@ def exchange_exists(connection, exchange):
 def _declare_once_there(declare, exchange, conn):
     """``declare(conn)`` once ``exchange`` exists: a guest cannot declare
     it, and waits for a conductor to (at its first start, or after a
-    broker lost its non-durable exchanges)."""
+    broker lost its non-durable exchanges). The wait ends with Stopping
+    when the process is told to stop."""
     delay = 1.0
     said = False
     while not exchange_exists(conn.connection, exchange):
@@ -83,7 +84,7 @@ def _declare_once_there(declare, exchange, conn):
                         'a cyborg-conductor declares it: waiting for one',
                         exchange.name)
             said = True
-        time.sleep(delay)
+        stopping.sleep(delay)
         delay = min(delay * 2, MAX_WAIT)
     if said:
         LOG.info('The exchange %s exists now', exchange.name)
@@ -131,6 +132,26 @@ class BoundedConnection(impl_rabbit.Connection):
     def rabbit_qos_prefetch_count(self, count):
         # oslo.messaging sets it from its option; 0 means no bound.
         self._prefetch = count if count > 0 else self._cyborg_prefetch
+
+    def ensure_connection(self):
+        """Connect (again), as oslo.messaging's driver does, trying until
+        the process is told to stop: oslo.messaging tries for ever
+        (``retry=None``), and a daemon that could not reach its broker
+        ignored SIGTERM. kombu calls ``callback`` after each failed try
+        and each second of the pause before the next; it raises Stopping
+        then, which ends the tries (it is no connection error)."""
+        def failed(exc, interval):
+            LOG.error('Connection failed: %s (retrying in %s seconds)',
+                      exc, interval)
+
+        self._set_current_channel(None)
+        self.connection.ensure_connection(
+            errback=failed, max_retries=self.max_retries,
+            interval_start=self.interval_start,
+            interval_step=self.interval_stepping,
+            interval_max=self.interval_max, callback=stopping.check)
+        self._set_current_channel(self.connection.channel())
+        self.set_transport_socket_timeout()
 
     def declare_consumer(self, consumer):
         consumer._callback = functools.partial(

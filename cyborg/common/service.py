@@ -17,6 +17,7 @@ from cyborg.common import config_check
 from cyborg.common import exception
 from cyborg.common import keys
 from cyborg.common import rpc
+from cyborg.common import stopping
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
 from cyborg import objects
@@ -24,6 +25,10 @@ from cyborg import version
 
 LOG = logging.getLogger(__name__)
 CONF = cyborg_conf.CONF
+
+#: Seconds from SIGTERM or SIGINT to the end of a daemon, at most: what
+#: has not stopped by then is left behind (see run_in_foreground).
+STOP_TIMEOUT = 3.5
 
 
 def prepare_service(argv=None, conf=CONF, default_config_files=None,
@@ -97,12 +102,16 @@ class RPCService(service.Service):
             rpc.init(self.conf, identity=self.identity())
         target = messaging.Target(topic=rpc.topic(self.conf, self.topic),
                                   server=self.host)
-        self.rpcserver = rpc.get_server(
+        server = rpc.get_server(
             target, endpoints(self.manager),
             nonce_store=getattr(self.manager, '_rpc_nonces', None))
-        self.rpcserver.start()
+        # Waits for the broker (and a guest for its exchange) until the
+        # process is told to stop; only a server that started is stopped.
+        server.start()
+        self.rpcserver = server
         init_host = getattr(self.manager, 'init_host', None)
         if init_host:
+            stopping.check()
             init_host()
         for interval, task in getattr(self.manager, 'periodic_tasks',
                                       lambda: [])():
@@ -112,21 +121,77 @@ class RPCService(service.Service):
         LOG.info('Started %s on topic %s as %s', type(self.manager).__name__,
                  self.topic, self.host)
 
+    #: Seconds stop() gives the RPC server to finish the requests it
+    #: runs (a bind, a report) and to close its connection.
+    SERVER_STOP_WAIT = 1.5
+
     def stop(self, graceful=True):
+        """Stop the timers, the RPC server, then the manager
+        (``del_host``), each given a part of STOP_TIMEOUT: what is not
+        done in its time is left running (in daemon threads, which end
+        with the process) and the next part goes on. A request cut off
+        so leaves its work where the next start resumes it (an ARQ
+        mid-bind is recovered, a report is sent again)."""
+        deadline = time.monotonic() + STOP_TIMEOUT - 0.5
         for timer in self.timers:
             timer.stop()
+        waited = time.monotonic() + PeriodicTask.STOP_WAIT
         for timer in self.timers:
-            timer.join(PeriodicTask.STOP_WAIT)
+            timer.join(max(0.0, waited - time.monotonic()))
         self.timers = []
         if self.rpcserver is not None:
-            self.rpcserver.stop()
-            self.rpcserver.wait()
+            bounded('The RPC server', self._stop_server,
+                    min(deadline, time.monotonic() + self.SERVER_STOP_WAIT))
         del_host = getattr(self.manager, 'del_host', None)
         if del_host:
-            del_host()
+            bounded('%s.del_host' % type(self.manager).__name__, del_host,
+                    deadline)
         super().stop(graceful=graceful)
         LOG.info('Stopped %s on topic %s', type(self.manager).__name__,
                  self.topic)
+
+    def _stop_server(self):
+        server, self.rpcserver = self.rpcserver, None
+        server.stop()
+        server.wait()
+
+
+class Step(threading.Thread):
+    """``step()`` run in a daemon thread of its own, which the caller
+    waits for until a deadline: the daemon's start and stop, so that a
+    signal is heard, and a stop ends, whatever they wait for."""
+
+    def __init__(self, name, step, done=None):
+        super().__init__(name='cyborg-%s' % name, daemon=True)
+        self.step = step
+        self.error = None
+        self._done = done
+
+    def run(self):
+        try:
+            self.step()
+        except BaseException as e:
+            self.error = e
+        finally:
+            if self._done is not None:
+                self._done()
+
+    def finished(self, deadline):
+        """Whether it finished by ``deadline`` (time.monotonic())."""
+        self.join(max(0.0, deadline - time.monotonic()))
+        return not self.is_alive()
+
+
+def bounded(what, step, deadline):
+    """Run ``step()`` until ``deadline`` (time.monotonic()); its failure,
+    or that it did not end in time, is logged, and the caller goes on."""
+    runner = Step(what, step)
+    runner.start()
+    if not runner.finished(deadline):
+        LOG.warning('%s did not stop in time; left behind', what)
+    elif runner.error is not None:
+        LOG.warning('%s failed while stopping: %s', what, runner.error,
+                    exc_info=runner.error)
 
 
 class PeriodicTask(threading.Thread):
@@ -185,22 +250,34 @@ def launch(services, workers=1):
 
 
 def run_in_foreground(svc, conf=CONF):
-    """Start ``svc`` in this process and stop it on SIGTERM or SIGINT;
-    SIGHUP re-reads the mutable options of the config files.
+    """Start ``svc`` in this process and stop it on SIGTERM or SIGINT
+    (status 0); SIGHUP re-reads the mutable options of the config files.
 
     One process, where oslo.service's launcher would fork a worker under a
     parent that only watches it: the agent, the conductor and the
     all-in-one serve from one process, and a supervisor (systemd) restarts
-    it. A failure to start is an exit with an error, not a respawn loop.
+    it. A failure to start is an exit with an error (status 1), not a
+    respawn loop.
+
+    The signal is heard in every state: the start and the stop run in
+    threads of their own while this one waits for either, and the
+    process ends at most STOP_TIMEOUT seconds after the signal. A start
+    under way ends first (its waits for the broker, an exchange, a
+    retry's pause end when the process is told to stop,
+    :mod:`cyborg.common.stopping`), then ``svc.stop()`` stops what it
+    started; what has not ended by the deadline is left behind, logged.
     """
-    stopping = threading.Event()
+    wake = threading.Event()
+    asked = []
     name = conf.prog or 'cyborg'
 
     def on_signal(signum, _frame):
-        if stopping.is_set():
+        if asked:
             return  # a second Ctrl-C while stopping says nothing new
         LOG.info('%s received, stopping', signal.Signals(signum).name)
-        stopping.set()
+        asked.append(time.monotonic())
+        stopping.request()
+        wake.set()
 
     def on_hangup(_signum, _frame):
         LOG.info('SIGHUP received, reloading the mutable options')
@@ -209,25 +286,66 @@ def run_in_foreground(svc, conf=CONF):
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, on_signal)
     signal.signal(signal.SIGHUP, on_hangup)
-    try:
-        svc.start()
-    except Exception as e:
-        LOG.exception('Could not start: %s', e)
-        _stop_quietly(svc)
-        return 1
-    # What starting made (modules, config, the app, the pools) lives as
-    # long as the process: no collection of the oldest generation walks
-    # it again. A full collection walked some 170,000 of those objects,
-    # a pause of 100 ms or more in the middle of a request. (Collected
-    # first, so that no garbage of the start is kept for good.)
-    gc.collect()
-    gc.freeze()
-    # A signal wakes this wait; the timeout only bounds it.
-    while not stopping.wait(3600):
-        pass
-    svc.stop()
+    starting = Step('start', svc.start, done=wake.set)
+    starting.start()
+    # A signal wakes these waits; the timeout only bounds them.
+    while starting.is_alive() and not asked:
+        wake.wait(3600)
+    if not asked:
+        if starting.error is not None:
+            LOG.error('Could not start: %s', starting.error,
+                      exc_info=starting.error)
+            _stop_quietly(svc)
+            return 1
+        # What starting made (modules, config, the app, the pools) lives
+        # as long as the process: no collection of the oldest generation
+        # walks it again. A full collection walked some 170,000 of those
+        # objects, a pause of 100 ms or more in the middle of a request.
+        # (Collected first, so that no garbage of the start is kept for
+        # good.)
+        gc.collect()
+        gc.freeze()
+        while not asked:
+            wake.wait(3600)
+    return _stop(svc, starting, asked[0] + STOP_TIMEOUT, name)
+
+
+def _stop(svc, starting, deadline, name):
+    """Stop ``svc`` once its start (``starting``) ended, by ``deadline``
+    (time.monotonic()); the exit status: 0, a stop was asked for."""
+    if not starting.finished(deadline):
+        LOG.warning('The start did not end within %.1f s of the signal; '
+                    'exiting without stopping', STOP_TIMEOUT)
+        return 0
+    if starting.error is not None:
+        LOG.info('The start was cut short: %s', starting.error)
+    stopper = Step('stop', svc.stop)
+    stopper.start()
+    if not stopper.finished(deadline):
+        LOG.warning('Not stopped within %.1f s of the signal; exiting with '
+                    'what is left (threads %s)', STOP_TIMEOUT, ', '.join(
+                        sorted({t.name for t in threading.enumerate()
+                                if t is not threading.current_thread()})))
+    elif stopper.error is not None:
+        LOG.warning('Error while stopping: %s', stopper.error,
+                    exc_info=stopper.error)
     LOG.info('%s stopped', name)
     return 0
+
+
+def exit_on_signal():
+    """Until run_in_foreground takes over: SIGTERM or SIGINT ends the
+    process at once, with status 0. For what a daemon does before its
+    service starts and nothing is to be undone (the conductor's check of
+    the schema, which waits for a database that does not answer, through
+    oslo.db's retries)."""
+    def on_signal(signum, _frame):
+        LOG.info('%s received while preparing to start; stopped',
+                 signal.Signals(signum).name)
+        finish(0)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
 
 
 def finish(status):
@@ -246,7 +364,11 @@ def finish(status):
 
 
 def _stop_quietly(svc):
-    try:
-        svc.stop()
-    except Exception:
-        LOG.debug('Error while stopping after a failed start', exc_info=True)
+    """Stop what a failed start left, for STOP_TIMEOUT seconds at most."""
+    runner = Step('stop', svc.stop)
+    runner.start()
+    if not runner.finished(time.monotonic() + STOP_TIMEOUT):
+        LOG.debug('Stopping after a failed start did not end in time')
+    elif runner.error is not None:
+        LOG.debug('Error while stopping after a failed start',
+                  exc_info=runner.error)

@@ -44,8 +44,9 @@ from cyborg.db import rpc_nonces
 
 LOG = logging.getLogger(__name__)
 
-# Seconds a stopping conductor waits for its Nova events.
-STOP_WAIT = 10
+# Seconds a stopping conductor waits for its Nova events (a daemon stops
+# within cyborg.common.service.STOP_TIMEOUT).
+STOP_WAIT = 1
 # Seconds between two purges of the nonces of messages too old to take.
 NONCE_PURGE_INTERVAL = 60
 
@@ -108,7 +109,7 @@ class ConductorManager:
         start or periodic check."""
         if self.heartbeats is not None:
             self.heartbeats.stop()
-            self.heartbeats.join(heartbeats.Consumer.TICK * 2)
+            self.heartbeats.join(heartbeats.Consumer.TICK)
         for what, step in (('The heartbeats heard last could not be '
                             'written', self.liveness.flush_heartbeats),
                            ('The lease on the periodic checks could not be '
