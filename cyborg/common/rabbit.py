@@ -27,6 +27,7 @@ import functools
 import uuid
 
 from amqp import exceptions as amqp_exceptions
+import kombu
 from oslo_log import log as logging
 from oslo_messaging._drivers import amqpdriver
 from oslo_messaging._drivers import base
@@ -71,14 +72,15 @@ def exchange_exists(connection, exchange):
             LOG.debug('Closing a channel the broker closed: %s', e)
 
 
-def _declare_once_there(declare, exchange, conn):
-    """``declare(conn)`` once ``exchange`` exists: a guest cannot declare
-    it, and waits for a conductor to (at its first start, or after a
-    broker lost its non-durable exchanges). The wait ends with Stopping
-    when the process is told to stop."""
+def wait_for_exchange(connection, exchange):
+    """Return once ``exchange`` (kombu's) exists on ``connection``
+    (kombu's): a guest cannot declare it, and waits for a conductor to
+    (at its first start, or after a broker lost its non-durable
+    exchanges). The wait ends with Stopping when the process is told to
+    stop."""
     delay = 1.0
     said = False
-    while not exchange_exists(conn.connection, exchange):
+    while not exchange_exists(connection, exchange):
         if not said:
             LOG.warning('The exchange %s does not exist on the broker yet; '
                         'a cyborg-conductor declares it: waiting for one',
@@ -88,6 +90,12 @@ def _declare_once_there(declare, exchange, conn):
         delay = min(delay * 2, MAX_WAIT)
     if said:
         LOG.info('The exchange %s exists now', exchange.name)
+
+
+def _declare_once_there(declare, exchange, conn):
+    """``declare(conn)`` once ``exchange`` exists (oslo.messaging declares
+    a consumer again on each reconnect)."""
+    wait_for_exchange(conn.connection, exchange)
     return declare(conn)
 
 
@@ -200,9 +208,14 @@ class Driver(impl_rabbit.RabbitDriver):
         if not self.guest:
             return super().listen(target, batch_size, batch_timeout)
         conn = self._get_connection(driver_common.PURPOSE_LISTEN)
+        exchange = self._get_exchange(target)
+        # Waited for here first, outside oslo.messaging's retries, which
+        # log a stop that ends the wait as a failure to connect.
+        wait_for_exchange(conn.connection.connection,
+                          kombu.Exchange(exchange, 'topic'))
         listener = amqpdriver.RpcAMQPListener(self, conn)
         conn.declare_topic_consumer(
-            exchange_name=self._get_exchange(target),
+            exchange_name=exchange,
             topic='%s.%s' % (target.topic, target.server),
             callback=listener)
         return base.PollStyleListenerAdapter(listener, batch_size,

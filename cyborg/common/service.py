@@ -4,6 +4,7 @@ RPC service that hosts a manager."""
 import gc
 import logging as std_logging
 import os
+import select
 import signal
 import sys
 import threading
@@ -267,7 +268,6 @@ def run_in_foreground(svc, conf=CONF):
     :mod:`cyborg.common.stopping`), then ``svc.stop()`` stops what it
     started; what has not ended by the deadline is left behind, logged.
     """
-    wake = threading.Event()
     asked = []
     name = conf.prog or 'cyborg'
 
@@ -277,37 +277,78 @@ def run_in_foreground(svc, conf=CONF):
         LOG.info('%s received, stopping', signal.Signals(signum).name)
         asked.append(time.monotonic())
         stopping.request()
-        wake.set()
 
     def on_hangup(_signum, _frame):
         LOG.info('SIGHUP received, reloading the mutable options')
         conf.mutate_config_files()
 
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
-    signal.signal(signal.SIGHUP, on_hangup)
-    starting = Step('start', svc.start, done=wake.set)
-    starting.start()
-    # A signal wakes these waits; the timeout only bounds them.
-    while starting.is_alive() and not asked:
-        wake.wait(3600)
-    if not asked:
-        if starting.error is not None:
-            LOG.error('Could not start: %s', starting.error,
-                      exc_info=starting.error)
-            _stop_quietly(svc)
-            return 1
-        # What starting made (modules, config, the app, the pools) lives
-        # as long as the process: no collection of the oldest generation
-        # walks it again. A full collection walked some 170,000 of those
-        # objects, a pause of 100 ms or more in the middle of a request.
-        # (Collected first, so that no garbage of the start is kept for
-        # good.)
-        gc.collect()
-        gc.freeze()
-        while not asked:
-            wake.wait(3600)
+    wakeup = _Wakeup()
+    try:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, on_signal)
+        signal.signal(signal.SIGHUP, on_hangup)
+        starting = Step('start', svc.start, done=wakeup.wake)
+        starting.start()
+        wakeup.wait_until(lambda: asked or not starting.is_alive())
+        if not asked:
+            if starting.error is not None:
+                LOG.error('Could not start: %s', starting.error,
+                          exc_info=starting.error)
+                _stop_quietly(svc)
+                return 1
+            # What starting made (modules, config, the app, the pools)
+            # lives as long as the process: no collection of the oldest
+            # generation walks it again. A full collection walked some
+            # 170,000 of those objects, a pause of 100 ms or more in the
+            # middle of a request. (Collected first, so that no garbage
+            # of the start is kept for good.)
+            gc.collect()
+            gc.freeze()
+            wakeup.wait_until(lambda: asked)
+    finally:
+        wakeup.close()
     return _stop(svc, starting, asked[0] + STOP_TIMEOUT, name)
+
+
+class _Wakeup:
+    """What the main thread of run_in_foreground sleeps on: a pipe that a
+    signal (``signal.set_wakeup_fd``) and the end of the start write to.
+    Not an Event: a handler that sets an Event the main thread waits on
+    may run inside that wait, which holds the Event's lock, and hang."""
+
+    def __init__(self):
+        self._read, self._write = os.pipe()
+        for fd in (self._read, self._write):
+            os.set_blocking(fd, False)
+        self._previous = signal.set_wakeup_fd(self._write)
+        # A start left behind may end after close(): its wake-up must not
+        # write to a descriptor the number may have gone to since.
+        self._lock = threading.Lock()
+
+    def wake(self):
+        with self._lock:
+            if self._write is None:
+                return
+            try:
+                os.write(self._write, b'\0')
+            except BlockingIOError:
+                pass  # full: a wake-up is pending already
+
+    def wait_until(self, done):
+        while not done():
+            select.select([self._read], [], [])
+            try:
+                while os.read(self._read, 512):
+                    pass
+            except BlockingIOError:
+                pass
+
+    def close(self):
+        signal.set_wakeup_fd(self._previous)
+        with self._lock:
+            os.close(self._read)
+            os.close(self._write)
+            self._write = None
 
 
 def _stop(svc, starting, deadline, name):
@@ -315,20 +356,21 @@ def _stop(svc, starting, deadline, name):
     (time.monotonic()); the exit status: 0, a stop was asked for."""
     if not starting.finished(deadline):
         LOG.warning('The start did not end within %.1f s of the signal; '
-                    'exiting without stopping', STOP_TIMEOUT)
-        return 0
-    if starting.error is not None:
-        LOG.info('The start was cut short: %s', starting.error)
-    stopper = Step('stop', svc.stop)
-    stopper.start()
-    if not stopper.finished(deadline):
-        LOG.warning('Not stopped within %.1f s of the signal; exiting with '
-                    'what is left (threads %s)', STOP_TIMEOUT, ', '.join(
-                        sorted({t.name for t in threading.enumerate()
-                                if t is not threading.current_thread()})))
-    elif stopper.error is not None:
-        LOG.warning('Error while stopping: %s', stopper.error,
-                    exc_info=stopper.error)
+                    'exiting without stopping what it started', STOP_TIMEOUT)
+    else:
+        if starting.error is not None:
+            LOG.info('The start was cut short: %s', starting.error)
+        stopper = Step('stop', svc.stop)
+        stopper.start()
+        if not stopper.finished(deadline):
+            LOG.warning('Not stopped within %.1f s of the signal; exiting '
+                        'with what is left (threads %s)', STOP_TIMEOUT,
+                        ', '.join(sorted(
+                            {t.name for t in threading.enumerate()
+                             if t is not threading.current_thread()})))
+        elif stopper.error is not None:
+            LOG.warning('Error while stopping: %s', stopper.error,
+                        exc_info=stopper.error)
     LOG.info('%s stopped', name)
     return 0
 
