@@ -57,6 +57,7 @@ from cyborg.agent import state as agent_state
 from cyborg.agent import udev
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.common import stopping
 from cyborg.conductor import rpcapi as conductor_rpcapi
 from cyborg.objects import base as objects_base
 from cyborg.objects import host as host_obj
@@ -436,6 +437,10 @@ class Reporter:
                 host = self._say_hello(context, hello)
             except (messaging.MessagingException,
                     exception.ServiceUnavailable) as e:
+                if stopping.requested():
+                    # Cut short by the agent's stop: no "trying again".
+                    LOG.info('Stopping: the hello is not sent (%s)', e)
+                    return False
                 LOG.warning('The conductor did not answer our hello (%s); '
                             'trying again in %d seconds', e,
                             self.conf.agent.heartbeat_interval)

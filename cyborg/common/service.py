@@ -247,7 +247,11 @@ def launch(services, workers=1):
     launcher = service.ServiceLauncher(CONF, restart_method='mutate')
     for svc in services:
         launcher.launch_service(svc, workers=workers)
-    return launcher.wait()
+    # The workers get [DEFAULT] graceful_shutdown_timeout to stop (3 s,
+    # cyborg.conf.opts), then are killed.
+    status = launcher.wait()
+    LOG.info('%s stopped', CONF.prog or 'cyborg')
+    return status
 
 
 def run_in_foreground(svc, conf=CONF):

@@ -3,6 +3,7 @@
 from oslo_config import cfg
 from oslo_db import options as db_options
 from oslo_privsep import priv_context
+from oslo_service import opts as service_opts
 
 from cyborg.conf import agent
 from cyborg.conf import aio
@@ -47,11 +48,20 @@ def set_lib_defaults():
     set_api_defaults()
 
 
+#: Seconds oslo.service's launcher gives the API's worker processes to
+#: stop (``graceful_shutdown_timeout``, 60 by oslo.service's default): a
+#: daemon stops within 5 s of SIGTERM (cyborg.common.service.STOP_TIMEOUT
+#: in one process).
+WORKERS_STOP_TIMEOUT = 3
+
+
 def set_common_defaults():
     """The defaults every daemon needs."""
     # On the option objects, so the sample file shows our default too.
     cfg.set_defaults(db_options.database_opts,
                      connection=database.DEFAULT_CONNECTION)
+    service_opts.set_service_opts_defaults(
+        cfg.CONF, graceful_shutdown_timeout=WORKERS_STOP_TIMEOUT)
 
 
 def set_api_defaults():

@@ -2,18 +2,24 @@
 (private names): a release that changes any of it fails here first."""
 
 import inspect
+import threading
+import time
 
 import fixtures
+import kombu
 
 from oslo_messaging._drivers import amqpdriver
+from oslo_messaging._drivers import common as driver_common
 from oslo_messaging._drivers import impl_rabbit
 from oslo_messaging._drivers import pool
 import oslo_messaging as messaging
 
+from cyborg.common import exception
 from cyborg.common import keys
 from cyborg.common import rabbit
 from cyborg.common import rpc
 from cyborg.common import signing
+from cyborg.common import stopping
 from cyborg.tests import base
 
 
@@ -70,6 +76,60 @@ class RabbitDriverTest(base.TestCase):
             ['self', 'exchange_name', 'topic', 'callback', 'queue_name'],
             list(inspect.signature(
                 impl_rabbit.Connection.declare_topic_consumer).parameters))
+
+
+    def test_the_private_names_of_the_connection_retries(self):
+        # BoundedConnection.ensure_connection stands for oslo.messaging's,
+        # which a connection calls as it is made and when it resets, and
+        # does what it does, with kombu's callback between tries.
+        for method in (impl_rabbit.Connection.__init__,
+                       impl_rabbit.Connection.reset):
+            self.assertIn('self.ensure_connection()',
+                          inspect.getsource(method))
+        theirs = inspect.getsource(impl_rabbit.Connection.ensure_connection)
+        for used in ('self._set_current_channel(None)',
+                     'self.connection.ensure_connection(',
+                     'max_retries=self.max_retries',
+                     'interval_start=self.interval_start',
+                     'interval_step=self.interval_stepping',
+                     'interval_max=self.interval_max',
+                     'self._set_current_channel(self.connection.channel())',
+                     'self.set_transport_socket_timeout()'):
+            self.assertIn(used, theirs)
+        self.assertIn('callback', inspect.signature(
+            kombu.Connection._ensure_connection).parameters)
+        # The guest's listen() waits for its exchange on the kombu
+        # connection of the pool's connection.
+        self.assertIn('self.connection = connection_pool.get(',
+                      inspect.getsource(
+                          driver_common.ConnectionContext.__init__))
+
+
+class StopTest(base.TestCase):
+    """The driver's waits end when the process is told to stop."""
+
+    def setUp(self):
+        super().setUp()
+        self.addCleanup(stopping.clear)
+        threading.Timer(0.5, stopping.request).start()
+
+    def test_connecting_to_a_broker_that_refuses(self):
+        rpc.register_opts(self.conf)
+        url = messaging.TransportURL.parse(self.conf,
+                                           'rabbit://u:p@127.0.0.1:1/')
+        driver = rabbit.Driver(self.conf, url, default_exchange='cyborg')
+        began = time.monotonic()
+        # oslo.messaging tries for ever (retry=None).
+        self.assertRaises(exception.Stopping, driver._connection_pool.create)
+        self.assertLess(time.monotonic() - began, 5)
+
+    def test_waiting_for_an_exchange(self):
+        self.useFixture(fixtures.MockPatch(
+            'cyborg.common.rabbit.exchange_exists', return_value=False))
+        began = time.monotonic()
+        self.assertRaises(exception.Stopping, rabbit.wait_for_exchange,
+                          None, kombu.Exchange('cyborg', 'topic'))
+        self.assertLess(time.monotonic() - began, 5)
 
 
 class _Message:
