@@ -166,6 +166,9 @@ class Step(threading.Thread):
         super().__init__(name='cyborg-%s' % name, daemon=True)
         self.step = step
         self.error = None
+        #: Whether step() returned or raised (set before ``done()`` is
+        #: called: the thread may be alive a moment longer).
+        self.ended = False
         self._done = done
 
     def run(self):
@@ -174,6 +177,7 @@ class Step(threading.Thread):
         except BaseException as e:
             self.error = e
         finally:
+            self.ended = True
             if self._done is not None:
                 self._done()
 
@@ -293,7 +297,7 @@ def run_in_foreground(svc, conf=CONF):
         signal.signal(signal.SIGHUP, on_hangup)
         starting = Step('start', svc.start, done=wakeup.wake)
         starting.start()
-        wakeup.wait_until(lambda: asked or not starting.is_alive())
+        wakeup.wait_until(lambda: asked or starting.ended)
         if not asked:
             if starting.error is not None:
                 LOG.error('Could not start: %s', starting.error,
