@@ -30,6 +30,9 @@ CONF = cyborg_conf.CONF
 #: Seconds from SIGTERM or SIGINT to the end of a daemon, at most: what
 #: has not stopped by then is left behind (see run_in_foreground).
 STOP_TIMEOUT = 3.5
+#: Seconds from the signal a start under way has to end (its waits end
+#: at the signal), before the process ends without stopping it.
+START_WAIT = 1.5
 
 
 def prepare_service(argv=None, conf=CONF, default_config_files=None,
@@ -273,8 +276,10 @@ def run_in_foreground(svc, conf=CONF):
     process ends at most STOP_TIMEOUT seconds after the signal. A start
     under way ends first (its waits for the broker, an exchange, a
     retry's pause end when the process is told to stop,
-    :mod:`cyborg.common.stopping`), then ``svc.stop()`` stops what it
-    started; what has not ended by the deadline is left behind, logged.
+    :mod:`cyborg.common.stopping`; one that has not ended START_WAIT
+    seconds after the signal is left as it is), then ``svc.stop()``
+    stops what it started; what has not ended by the deadline is left
+    behind, logged.
     """
     asked = []
     name = conf.prog or 'cyborg'
@@ -315,7 +320,7 @@ def run_in_foreground(svc, conf=CONF):
             wakeup.wait_until(lambda: asked)
     finally:
         wakeup.close()
-    return _stop(svc, starting, asked[0] + STOP_TIMEOUT, name)
+    return _stop(svc, starting, asked[0], name)
 
 
 class _Wakeup:
@@ -359,12 +364,17 @@ class _Wakeup:
             self._write = None
 
 
-def _stop(svc, starting, deadline, name):
-    """Stop ``svc`` once its start (``starting``) ended, by ``deadline``
-    (time.monotonic()); the exit status: 0, a stop was asked for."""
-    if not starting.finished(deadline):
+def _stop(svc, starting, asked, name):
+    """Stop ``svc`` once its start (``starting``) ended, within
+    STOP_TIMEOUT seconds of ``asked`` (the signal's time.monotonic());
+    the exit status: 0, a stop was asked for."""
+    deadline = asked + STOP_TIMEOUT
+    if not starting.finished(asked + START_WAIT):
+        # In a try to connect (a broker that takes connections and never
+        # answers holds one for seconds), a query, a request: what it
+        # started is left to the end of the process.
         LOG.warning('The start did not end within %.1f s of the signal; '
-                    'exiting without stopping what it started', STOP_TIMEOUT)
+                    'exiting without stopping what it started', START_WAIT)
     else:
         if starting.error is not None:
             LOG.info('The start was cut short: %s', starting.error)

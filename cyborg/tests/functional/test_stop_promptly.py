@@ -154,6 +154,24 @@ class StopWhileWaitingTest(_StopPromptly, base.TestCase):
         self.assertStopsPromptly('all-in-one, started', aio)
 
 
+class StopBrokerLostTest(_StopPromptly, base.TestCase):
+
+    def test_broker_lost_while_running(self):
+        # A node of the test's own, killed as a crash would.
+        rabbit = faults.PrivateRabbit.started(self)
+        conductor = self.daemon('conductor', 'ctl-1',
+                                DEFAULT={'transport_url': rabbit.url})
+        hostname = 'cmp-%s' % uuid.uuid4().hex[:8]
+        agent = self.daemon('agent', hostname,
+                            DEFAULT={'transport_url': rabbit.url})
+        self.wait_for_log(agent, 'Registered with the conductor')
+        rabbit.kill()
+        for daemon in (conductor, agent):
+            self.wait_for_log(daemon, 'is unreachable', timeout=30)
+        self.assertStopsPromptly('conductor, broker lost', conductor)
+        self.assertStopsPromptly('agent, broker lost', agent)
+
+
 class StopMidWorkTest(_StopPromptly, base.TestCase):
     """A conductor whose Placement and Glance never answer, an agent and
     the API: the agent mid-report (the conductor holds its answer while
