@@ -1,10 +1,10 @@
 """Every daemon stops within 5 s of SIGTERM or SIGINT, whatever it waits
 for (issue 40): the console scripts as processes, each told to stop
 while it waits for something that does not come: a broker that refuses
-connections or never answers, an exchange no conductor has declared, a
-database that refuses connections, Placement or Glance that never answer
-while the conductor applies a report or binds an ARQ, a conductor that
-does not answer the agent's report or the API's request.
+connections, never answers or went away, an exchange no conductor has
+declared, a database that refuses connections, Placement or Glance that
+never answer while the conductor applies a report or binds an ARQ, a
+conductor that does not answer the agent's report or the API's request.
 
 Daemons that can wait side by side start together, to share the time
 start-up takes on a loaded machine (which has a generous wait of its
@@ -102,10 +102,19 @@ class _StopPromptly(test_daemons._Daemons):
 
 
 class StopWhileWaitingTest(_StopPromptly, base.TestCase):
-    """Daemons that wait to start: for the broker, for the exchange, for
-    the database; and the all-in-one and the API, started."""
+    """Daemons that wait to start (for the broker, for the exchange, for
+    the database) or have lost their broker; the all-in-one and the API,
+    started."""
 
-    def test_broker_unreachable_unresponsive_or_without_exchange(self):
+    def test_broker_unreachable_unresponsive_lost_or_without_exchange(self):
+        # A node of the test's own, killed (as a crash would) under a
+        # conductor and an agent that use it.
+        rabbit = faults.PrivateRabbit.started(self)
+        hostname = 'cmp-%s' % uuid.uuid4().hex[:8]
+        lost = [self.daemon('conductor', 'ctl-1',
+                            DEFAULT={'transport_url': rabbit.url}),
+                self.daemon('agent', hostname,
+                            DEFAULT={'transport_url': rabbit.url})]
         refused = closed_url('rabbit', daemons.free_port())
         silent = closed_url('rabbit', silent_port(self))
         cases = [
@@ -129,6 +138,12 @@ class StopWhileWaitingTest(_StopPromptly, base.TestCase):
             'does not exist on the broker yet', signal.SIGTERM))
         for _what, daemon, log, _signum in started:
             self.wait_for_log(daemon, log)
+        self.wait_for_log(lost[1], 'Registered with the conductor')
+        rabbit.kill()
+        for daemon in lost:
+            self.wait_for_log(daemon, 'is unreachable', timeout=30)
+        started += [('conductor, broker lost', lost[0], None, signal.SIGTERM),
+                    ('agent, broker lost', lost[1], None, signal.SIGTERM)]
         for what, daemon, _log, signum in started:
             self.assertStopsPromptly(what, daemon, signum)
 
@@ -159,24 +174,6 @@ class StopWhileWaitingTest(_StopPromptly, base.TestCase):
         self.assertStopsPromptly('API, database refuses', api,
                                  signal.SIGINT)
         self.assertStopsPromptly('all-in-one, started', aio)
-
-
-class StopBrokerLostTest(_StopPromptly, base.TestCase):
-
-    def test_broker_lost_while_running(self):
-        # A node of the test's own, killed as a crash would.
-        rabbit = faults.PrivateRabbit.started(self)
-        conductor = self.daemon('conductor', 'ctl-1',
-                                DEFAULT={'transport_url': rabbit.url})
-        hostname = 'cmp-%s' % uuid.uuid4().hex[:8]
-        agent = self.daemon('agent', hostname,
-                            DEFAULT={'transport_url': rabbit.url})
-        self.wait_for_log(agent, 'Registered with the conductor')
-        rabbit.kill()
-        for daemon in (conductor, agent):
-            self.wait_for_log(daemon, 'is unreachable', timeout=30)
-        self.assertStopsPromptly('conductor, broker lost', conductor)
-        self.assertStopsPromptly('agent, broker lost', agent)
 
 
 class StopMidWorkTest(_StopPromptly, base.TestCase):
