@@ -45,6 +45,9 @@ SCHEMES = ('rabbit', 'kombu')
 #: Seconds between two looks for an exchange a conductor has not
 #: declared yet, at most.
 MAX_WAIT = 10.0
+#: Seconds a consumer waits for messages before it looks whether it is
+#: stopped, at most (oslo.messaging's listener waits up to 5).
+CONSUME_WAIT = 1.0
 
 
 def reply_owner(identity, prefix=''):
@@ -160,6 +163,13 @@ class BoundedConnection(impl_rabbit.Connection):
             interval_max=self.interval_max, callback=stopping.check)
         self._set_current_channel(self.connection.channel())
         self.set_transport_socket_timeout()
+
+    def consume(self, timeout=None):
+        """Wait for messages ``timeout`` seconds, at most CONSUME_WAIT: a
+        listener that is stopped ends its wait only then (an RPC server
+        took up to 5 s to stop when idle)."""
+        return super().consume(timeout=CONSUME_WAIT if timeout is None
+                               else min(timeout, CONSUME_WAIT))
 
     def declare_consumer(self, consumer):
         consumer._callback = functools.partial(

@@ -98,6 +98,14 @@ class RabbitDriverTest(base.TestCase):
             self.assertIn(used, theirs)
         self.assertIn('callback', inspect.signature(
             kombu.Connection._ensure_connection).parameters)
+        # A listener waits for messages in consume(timeout), and its stop
+        # takes effect once that returns.
+        self.assertIn('self.conn.consume(timeout=', inspect.getsource(
+            amqpdriver.AMQPListener))
+        self.assertIn('self.conn.stop_consuming()', inspect.getsource(
+            amqpdriver.AMQPListener.stop))
+        self.assertIn('self._consume_loop_stopped', inspect.getsource(
+            impl_rabbit.Connection.consume))
         # The guest's listen() waits for its exchange on the kombu
         # connection of the pool's connection.
         self.assertIn('self.connection = connection_pool.get(',
