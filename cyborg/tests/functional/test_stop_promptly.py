@@ -54,8 +54,9 @@ def silent_port(test):
     return port
 
 
-def closed_url(scheme, port):
-    return '%s://guest:guest@127.0.0.1:%d/' % (scheme, port)
+def rabbit_url(port):
+    """The transport URL of a broker on loopback ``port``."""
+    return 'rabbit://guest:guest@127.0.0.1:%d/' % port
 
 
 class _StopPromptly(test_daemons._Daemons):
@@ -63,14 +64,14 @@ class _StopPromptly(test_daemons._Daemons):
     backend = 'postgresql'
     schema = 'models'
 
-    def daemon(self, name, host, args=(), **sections):
+    def daemon(self, name, host, **sections):
         """Daemon ``name`` of ``host``, its configuration the test's with
         ``sections`` over it."""
         for identity in (keys.API, keys.host_identity(host)):
             keys.create(self.key_dir, identity)
         config = self.config('%s-%s.conf' % (name, host), host, **sections)
         return daemons.Daemon(
-            self, name, ['--config-file', config] + list(args),
+            self, name, ['--config-file', config],
             os.path.join(self.tmp, '%s-%s.log' % (name, host)))
 
     def wait_for_log(self, daemon, text, timeout=START_WAIT):
@@ -115,8 +116,8 @@ class StopWhileWaitingTest(_StopPromptly, base.TestCase):
                             DEFAULT={'transport_url': rabbit.url}),
                 self.daemon('agent', hostname,
                             DEFAULT={'transport_url': rabbit.url})]
-        refused = closed_url('rabbit', daemons.free_port())
-        silent = closed_url('rabbit', silent_port(self))
+        refused = rabbit_url(daemons.free_port())
+        silent = rabbit_url(silent_port(self))
         cases = [
             ('conductor, broker refuses', 'conductor', refused,
              'Connection failed', signal.SIGTERM),
