@@ -44,6 +44,8 @@ BIN = os.path.dirname(sys.executable)
 
 PRODUCTION_PAGE = 'doc/source/install/production.rst'
 PRODUCTION = 'production host only: root, /etc/cyborg, systemd, services'
+#: The guide's database, key and broker steps run in their own test.
+GUIDE = 'run by test_production_guide against MariaDB and RabbitMQ'
 BENCHMARK = 'a benchmark: minutes of load against real services'
 NOVA = 'needs Nova (and Neutron or Glance), which the all-in-one has not'
 HARDWARE = 'reads or programs hardware this machine does not have'
@@ -114,12 +116,12 @@ SKIPS = {
     (PRODUCTION_PAGE, '/opt/cyborg/bin/pip'): PRODUCTION,
     (PRODUCTION_PAGE, 'install -d'): PRODUCTION,
     (PRODUCTION_PAGE, 'cp etc/'): PRODUCTION,
-    (PRODUCTION_PAGE, 'cyborg-dbsync'): PRODUCTION,
+    (PRODUCTION_PAGE, 'cyborg-dbsync'): GUIDE,
     (PRODUCTION_PAGE, 'openstack user create'): PRODUCTION,
     (PRODUCTION_PAGE, 'openstack role add'): PRODUCTION,
     (PRODUCTION_PAGE, 'openstack service create'): PRODUCTION,
     (PRODUCTION_PAGE, 'openstack endpoint create'): PRODUCTION,
-    (PRODUCTION_PAGE, 'cyborg-status'): PRODUCTION,
+    (PRODUCTION_PAGE, 'cyborg-status'): GUIDE,
     (PRODUCTION_PAGE, 'useradd'): PRODUCTION,
     (PRODUCTION_PAGE, 'chgrp'): PRODUCTION,
     (PRODUCTION_PAGE, 'systemctl'): PRODUCTION,
