@@ -100,10 +100,11 @@ class ConfigCheckTest(base.TestCase):
                          sorted(found))
         described = config_check.describe_unknown(sorted(found))
         self.assertEqual(
-            '[DEFAULT] hots in {0} (did you mean host?), [agent] '
-            'heartbeat_intervall in {0} (did you mean heartbeat_interval?), '
-            '[bogus] in {0} (a group cyborg does not know; the nearest it '
-            'knows is [{1}])'.format(path, sorted(found)[2].nearest),
+            '[DEFAULT] hots in %(path)s (did you mean host?), [agent] '
+            'heartbeat_intervall in %(path)s (did you mean '
+            'heartbeat_interval?), [bogus] in %(path)s (a group cyborg does '
+            'not know; the nearest it knows is [%(nearest)s])' % {
+                'path': path, 'nearest': sorted(found)[2].nearest},
             described)
         self.assertNotIn('\n', described)
 
