@@ -33,8 +33,10 @@ from cyborg.api.middleware import access_log
 from cyborg.api.middleware import auth
 from cyborg.api.middleware import body_size
 from cyborg.api.middleware import parsable_error
+from cyborg.common import preflight
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
+from cyborg.db import migration
 
 CONF = cyborg_conf.CONF
 
@@ -102,6 +104,17 @@ def pecan_app(conductor_api=None):
         # Bodies are read by cyborg.api.validation only.
         request_cls=validation.Request,
         errors={})
+
+
+def check_can_serve(conf, prog, at_head=True):
+    """What the API checks before it serves (``cyborg-api``, its WSGI
+    application, the all-in-one), through :func:`preflight.run`: that its
+    authentication can be set up, that the database answers and, with
+    ``at_head``, holds this release's schema (the all-in-one upgrades
+    its own). Call after ``db_api.configure``."""
+    preflight.run(prog, lambda: auth.check_config(conf),
+                  lambda: migration.check_ready(conf.database.connection,
+                                                at_head=at_head))
 
 
 def setup_app(conf=CONF, conductor_api=None):

@@ -175,6 +175,15 @@ class DBNotAtHead(CyborgException):
                 'needs %(head)s. Run "cyborg-dbsync upgrade".')
 
 
+class DatabaseNotReady(CyborgException):
+    """A daemon's database cannot serve it: unreachable, refusing the
+    login, missing, or without the schema this release needs. Said in
+    one line that names the database (its password masked) and what to
+    do."""
+
+    msg_fmt = _('the database %(url)s %(problem)s; %(fix)s')
+
+
 class PlacementError(CyborgException):
     msg_fmt = _('Placement request %(method)s %(url)s failed with '
                 '%(status)s: %(detail)s')
