@@ -31,6 +31,8 @@ def main():
     if workers == 1:
         # No parent that only watches a single worker: half the memory.
         service.finish(service.run_in_foreground(api))
+    # The check connected from the parent; each worker opens its own.
+    db_api.get_engine().dispose()
     sys.exit(service.launch([api], workers=workers))
 
 
