@@ -7,7 +7,9 @@ so that every worker gets its own messaging connections.
 
 Loading checks what ``cyborg-api`` checks at start (the configuration,
 the authentication, the database and its schema): a failure is one line
-on stderr and exit status 2, which ends the uwsgi worker that loads it.
+on stderr and ``SystemExit(2)``, so the process that loads the module
+exits rather than serve every request with a 500 (under uwsgi also set
+``need-app = true``).
 """
 
 import os
