@@ -170,11 +170,6 @@ class DriverLoadError(CyborgException):
                 '%(reason)s')
 
 
-class DBNotAtHead(CyborgException):
-    msg_fmt = _('The database schema is at %(current)s but this release '
-                'needs %(head)s. Run "cyborg-dbsync upgrade".')
-
-
 class DatabaseNotReady(CyborgException):
     """A daemon's database cannot serve it: unreachable, refusing the
     login, missing, or without the schema this release needs. Said in

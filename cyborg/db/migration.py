@@ -47,13 +47,6 @@ def head():
         _config(engine=object())).get_current_head()
 
 
-def check_at_head(engine=None):
-    """Raise DBNotAtHead unless the schema is at this release's head."""
-    current, newest = version(engine), head()
-    if current != newest:
-        raise exception.DBNotAtHead(current=current, head=newest)
-
-
 def masked_url(url):
     """``url`` with its password masked, to be named in messages."""
     try:
