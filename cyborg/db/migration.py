@@ -73,7 +73,8 @@ def check_ready(url, at_head=True):
                 '[database] connection')
     try:
         current = version()
-    except (db_exc.DBError, sa.exc.SQLAlchemyError, ImportError) as e:
+    except (db_exc.DBError, db_exc.CantStartEngineError,
+            sa.exc.SQLAlchemyError, ImportError) as e:
         raise exception.DatabaseNotReady(
             url=shown, problem='cannot be used: %s' % one_line(e, url),
             fix=_fix_for(e)) from None
@@ -150,7 +151,8 @@ def problem_kind(error):
     text = str(error)
     if isinstance(error, (ImportError, sa.exc.NoSuchModuleError)):
         return 'driver missing'
-    if isinstance(error, sa.exc.ArgumentError):
+    if isinstance(error, (sa.exc.ArgumentError,
+                          db_exc.CantStartEngineError)):
         return 'bad URL'
     if _LOGIN_REFUSED.search(text):
         return 'login refused'

@@ -109,6 +109,8 @@ class ProblemTest(base.TestCase):
              'driver missing'),
             (sa.exc.ArgumentError('Could not parse SQLAlchemy URL'),
              'bad URL'),
+            (db_exc.CantStartEngineError('No sql_connection parameter is '
+                                         'established'), 'bad URL'),
             (Exception('disk I/O error'), 'error'),
         ]
         for error, kind in cases:
