@@ -124,14 +124,20 @@ def check_can_serve(conf, prog, at_head=True):
 def healthcheck_app(conf):
     """oslo.middleware's healthcheck with the backends of ``[healthcheck]
     backends`` (cyborg's database and broker checks by default,
-    :mod:`cyborg.api.health`); a list that leaves them out is said in the
-    log."""
+    :mod:`cyborg.api.health`); a list that leaves them out, or names one
+    that is not installed, is said in the log."""
     app = healthcheck.Healthcheck(None, conf)
     missing = health.missing_backends(conf)
     if missing:
         LOG.warning('[healthcheck] backends leaves out %s: /healthcheck '
                     'answers 200 while what they check is down',
                     ', '.join(missing))
+    unknown = health.unknown_backends(conf)
+    if unknown:
+        LOG.error('[healthcheck] backends names %s, which no installed '
+                  'package provides (entry points oslo.middleware.'
+                  'healthcheck): /healthcheck does not check it; correct '
+                  'the name, or reinstall cyborg', ', '.join(unknown))
     return app
 
 

@@ -22,6 +22,7 @@ of failure only (login refused, unreachable...); the details (shown with
 its password masked, or the broker's address, and the driver's message.
 """
 
+from importlib import metadata as importlib_metadata
 import os
 import ssl
 import threading
@@ -31,6 +32,7 @@ import kombu
 from oslo_log import log as logging
 import oslo_messaging as messaging
 from oslo_messaging import opts as messaging_opts
+from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
@@ -53,6 +55,16 @@ def missing_backends(conf):
     """The backends of :data:`BACKENDS` that ``[healthcheck] backends``
     leaves out (an operator who set it without them)."""
     return [name for name in BACKENDS if name not in conf.healthcheck.backends]
+
+
+def unknown_backends(conf):
+    """The backends ``[healthcheck] backends`` names that no installed
+    package provides (a misspelling, or cyborg installed without its
+    entry points): oslo.middleware leaves them out and answers 200."""
+    installed = {entry.name for entry in importlib_metadata.entry_points(
+        group=healthcheck.Healthcheck.NAMESPACE)}
+    return [name for name in conf.healthcheck.backends
+            if name not in installed]
 
 
 class CachedCheck:

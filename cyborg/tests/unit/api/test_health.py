@@ -169,3 +169,14 @@ class HealthcheckAppTest(base.TestCase):
         api_app.healthcheck_app(self.conf)
         self.assertIn('[healthcheck] backends leaves out cyborg_database',
                       log.output)
+
+    def test_a_backend_that_is_not_installed_is_an_error(self):
+        log = self.useFixture(fixtures.FakeLogger('cyborg.api.app'))
+        api_app.healthcheck_app(self.conf)  # registers [healthcheck]
+        self.flags(backends=['cyborg_database', 'cyborg_broker',
+                             'cyborg_databse'], group='healthcheck')
+        api_app.healthcheck_app(self.conf)
+        self.assertIn('[healthcheck] backends names cyborg_databse, which '
+                      'no installed package provides', log.output)
+        self.assertEqual(['cyborg_databse'],
+                         health.unknown_backends(self.conf))
