@@ -4,9 +4,11 @@ import os
 import sys
 
 from cyborg.aio import service as aio_service
+from cyborg.api import app as api_app
 from cyborg.common import pidlock
 from cyborg.common import service
 from cyborg.conf import aio as conf_aio
+from cyborg.db import api as db_api
 
 PROG = 'cyborg-aio'
 DESCRIPTION = ('Run cyborg whole in one process: the API, the conductor, an '
@@ -25,6 +27,8 @@ def main(argv=None):
                  '--state-dir %s' % state_dir)
     aio_service.configure(conf, conf.bind_host, conf.port, state_dir,
                           conf.sysfs_root)
+    db_api.configure(conf)
+    api_app.check_can_serve(conf, PROG, at_head=False)
     service.finish(service.run_in_foreground(aio_service.AllInOne(conf)))
 
 

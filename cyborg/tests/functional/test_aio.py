@@ -70,6 +70,10 @@ class AllInOneTest(testtools.TestCase):
         root = daemons.wait_for_http(self.base + '/').json()
         self.assertEqual(microversion.VERSIONS[-1][0],
                          root['default_version']['max_version'])
+        # Its health: its database, and messages that stay in the process.
+        health = requests.get(self.base + '/healthcheck', timeout=30)
+        self.assertEqual((200, 'database: OK\nbroker: OK (in-process '
+                          'messaging)'), (health.status_code, health.text))
         # Its own agent said hello to its own conductor.
         wait_for(lambda: self.hosts().get('aio-test-host') == 'up')
         # Without Nova the all-in-one made the compute node provider

@@ -15,6 +15,7 @@ from oslo_serialization import jsonutils
 from cyborg.api import app as api_app
 from cyborg.api import server
 from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import daemons
 
 BIN_DIR = os.path.dirname(sys.executable)
@@ -284,8 +285,11 @@ class CyborgAPITest(base.TestCase):
     def _config(self, **api):
         path = os.path.join(self.useFixture(
             fixtures.TempDir()).path, 'cyborg.conf')
+        # A database at head: the API refuses to start without one.
+        db = self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
         lines = ['[DEFAULT]', 'auth_strategy = noauth',
-                 'transport_url = fake:/', '[api]']
+                 'transport_url = fake:/', '[database]',
+                 'connection = ' + db.url, '[api]']
         lines += ['%s = %s' % item for item in sorted(api.items())]
         with open(path, 'w') as f:
             f.write('\n'.join(lines) + '\n')
@@ -348,10 +352,13 @@ class WSGIModuleTest(base.TestCase):
     def test_application_from_config_file(self):
         config = os.path.join(self.useFixture(
             fixtures.TempDir()).path, 'cyborg.conf')
+        db = self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
         with open(config, 'w') as f:
             f.write('[DEFAULT]\nauth_strategy = noauth\n'
                     'transport_url = fake:/\n'
-                    '[api]\npublic_endpoint = http://api.test/acc\n')
+                    '[database]\nconnection = %s\n'
+                    '[api]\npublic_endpoint = http://api.test/acc\n'
+                    % db.url)
         code = ('import webob\n'
                 'from cyborg.wsgi import api\n'
                 'webob.Request.blank("/v2/x").get_response(api.application)'
