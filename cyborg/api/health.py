@@ -24,7 +24,6 @@ its password masked, or the broker's address, and the driver's message.
 
 from importlib import metadata as importlib_metadata
 import os
-import ssl
 import threading
 import time
 
@@ -36,6 +35,7 @@ from oslo_middleware import healthcheck
 from oslo_middleware.healthcheck import pluginbase
 import sqlalchemy as sa
 
+from cyborg.common import heartbeats
 from cyborg.common import rabbit
 from cyborg.common import rpc
 from cyborg.db import api as db_api
@@ -230,25 +230,12 @@ class BrokerCheck(_Check):
         _close(connection)
 
     def _ssl(self):
-        """The TLS options of ``[oslo_messaging_rabbit]``, as
-        oslo.messaging's driver builds them."""
+        """The TLS options of ``[oslo_messaging_rabbit]``, as the
+        heartbeat channel (and oslo.messaging's driver) build them."""
         for group, opts in messaging_opts.list_opts():
             if group == 'oslo_messaging_rabbit':
                 self.oslo_conf.register_opts(opts, group=group)
-        options = self.oslo_conf.oslo_messaging_rabbit
-        if not options.ssl:
-            return False
-        params = {}
-        if options.ssl_version:
-            params['ssl_version'] = rabbit.ssl_version(options.ssl_version)
-        if options.ssl_key_file:
-            params['keyfile'] = options.ssl_key_file
-        if options.ssl_cert_file:
-            params['certfile'] = options.ssl_cert_file
-        if options.ssl_ca_file:
-            params['ca_certs'] = options.ssl_ca_file
-            params['cert_reqs'] = ssl.CERT_REQUIRED
-        return params or True
+        return heartbeats.ssl_options(self.oslo_conf)
 
 
 def _close(connection):
