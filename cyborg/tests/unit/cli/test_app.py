@@ -258,3 +258,45 @@ class ConsoleScriptTest(testtools.TestCase):
         parser.read(setup_cfg)
         scripts = parser['entry_points']['console_scripts'].split('\n')
         self.assertIn('cyborg = cyborg.cmd.cli:main', scripts)
+
+
+class EmptyListTest(_CliTest):
+    """An empty table is one line saying there is nothing; the machine
+    formats stay what they are."""
+
+    def answer(self, doc):
+        response = type('Response', (), {'json': lambda self: doc})()
+        self.useFixture(fixtures.MonkeyPatch(
+            'cyborg.cli.client.Client.request',
+            lambda *args, **kwargs: response))
+
+    def test_hardware_not_offered(self):
+        self.answer({'hardware': []})
+        endpoint = ('--os-endpoint', 'http://aio.example:6666')
+        self.assertEqual(
+            (0, 'No PCI functions that are not offered.\n', ''),
+            self.run_app(*endpoint, 'hardware-list', '--not-offered'))
+        self.assertEqual(
+            (0, 'No PCI functions on host cmp-1.\n', ''),
+            self.run_app(*endpoint, 'hardware-list', '--host', 'cmp-1'))
+        self.assertEqual((0, '[]\n', ''),
+                         self.run_app(*endpoint, 'hardware-list',
+                                      '--not-offered', '-f', 'json'))
+        self.assertEqual((0, '', ''),
+                         self.run_app(*endpoint, 'hardware-list',
+                                      '-f', 'value'))
+
+    def test_every_list(self):
+        endpoint = ('--os-endpoint', 'http://aio.example:6666')
+        for argv, doc, line in [
+                (['host-list'], {'hosts': []},
+                 'No hosts: no agent has said hello yet.'),
+                (['driver-list', '--host', 'cmp-1'], {'drivers': []},
+                 'No drivers on host cmp-1.'),
+                (['service-list', '--type', 'GPU'], {'services': []},
+                 'No acceleration services of type GPU.'),
+                (['accelerator-list'], {'accelerators': []},
+                 'No accelerators.')]:
+            self.answer(doc)
+            self.assertEqual((0, line + '\n', ''),
+                             self.run_app(*endpoint, *argv), argv)
