@@ -8,6 +8,8 @@ goes to stdout), or why it could not in one line on stderr, with exit
 status 1.
 """
 
+import os
+import signal
 import sys
 
 from oslo_config import cfg
@@ -42,9 +44,14 @@ def main(argv=None):
     # One agent per state file, held until the process ends.
     pidlock.hold(conf.agent.state_file + pidlock.LOCK_SUFFIX, PROG,
                  '[agent] state_file %s' % conf.agent.state_file)
-    svc = service.RPCService(conf.host, rpc.AGENT_TOPIC,
-                             manager.AgentManager(conf.host, conf))
-    service.finish(service.run_in_foreground(svc))
+    # Refused by the conductor (another live agent holds this host): the
+    # agent said why, stops as on SIGTERM, and exits with status 1.
+    agent = manager.AgentManager(
+        conf.host, conf,
+        on_refused=lambda: os.kill(os.getpid(), signal.SIGTERM))
+    svc = service.RPCService(conf.host, rpc.AGENT_TOPIC, agent)
+    status = service.run_in_foreground(svc)
+    service.finish(1 if agent.reporter.refused else status)
 
 
 def _capture(path, conf):

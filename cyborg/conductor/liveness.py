@@ -42,6 +42,14 @@ def _resource_provider_name(hello):
     return hello.resource_provider_name or None
 
 
+def _agent_id(hello):
+    """Who the agent is; None from an agent older than AgentHello 1.3,
+    which the conductor cannot tell from another."""
+    if not hello.obj_attr_is_set('agent_id'):
+        return None
+    return hello.agent_id or None
+
+
 class Heard:
     """The heartbeats a conductor heard and has not written yet:
     ``{hostname: when heard}``, shared by its RPC threads."""
@@ -108,9 +116,16 @@ class Liveness:
             raise exception.Invalid(reason='an agent hello needs a hostname')
         drivers = [d.as_dict() for d in hello.drivers]
         # The rows as written are the answer: no second transaction.
-        row, driver_rows, was_down = db_hosts.record_hello(
-            context, hello.hostname, hello.endpoint, hello.version, drivers,
-            resource_provider_name=_resource_provider_name(hello))
+        try:
+            row, driver_rows, was_down = db_hosts.record_hello(
+                context, hello.hostname, hello.endpoint, hello.version,
+                drivers, resource_provider_name=_resource_provider_name(hello),
+                agent_id=_agent_id(hello),
+                live_for=self.conf.conductor.host_down_timeout)
+        except exception.AgentConflict as e:
+            # The refused agent is told, and stops.
+            LOG.warning('Refused the hello of a second agent: %s', e)
+            raise
         LOG.info('Agent on host %s said hello with drivers %s',
                  hello.hostname, ', '.join(
                      '%s (%s)' % (d['name'], d['status']) for d in drivers))

@@ -1,5 +1,9 @@
 """Hosts, their agents' hello and the drivers they run."""
 
+import os
+import socket
+import uuid
+
 from oslo_utils import versionutils
 
 from cyborg.objects import base
@@ -22,6 +26,19 @@ class HostDriver(base.CyborgObject):
     }
 
 
+def new_agent_id():
+    """Who this agent process is, for its hellos:
+    ``<machine>/<pid>/<random>``, the machine's hostname (not ``[DEFAULT]
+    host``), the process id and a part new at each start."""
+    return '%s/%d/%s' % (socket.gethostname(), os.getpid(),
+                         uuid.uuid4().hex[:12])
+
+
+def machine_of(agent_id):
+    """The machine part of an agent id."""
+    return agent_id.rsplit('/', 2)[0]
+
+
 @base.CyborgObjectRegistry.register
 class AgentHello(base.CyborgObject):
     """What an agent sends when it starts (the conductor hello)."""
@@ -33,7 +50,10 @@ class AgentHello(base.CyborgObject):
     #              hostname
     # Version 1.2: no new field; the agent knows Host 1.2 (its
     #              heartbeat_topic), so the answer may carry it
-    VERSION = '1.2'
+    # Version 1.3: agent_id, who the agent is ("<machine>/<pid>/<random>",
+    #              new at each start): the conductor refuses a second
+    #              agent for a host that a live one holds
+    VERSION = '1.3'
 
     fields = {
         'hostname': fields.StringField(),
@@ -42,14 +62,18 @@ class AgentHello(base.CyborgObject):
         'version': fields.StringField(nullable=True),
         'drivers': fields.ListOfObjectsField('HostDriver', default=[]),
         'resource_provider_name': fields.StringField(nullable=True),
+        'agent_id': fields.StringField(nullable=True),
     }
     # The HostDriver version each version sends, for backports.
     obj_relationships = {'drivers': [('1.0', '1.0')]}
 
     def obj_make_compatible(self, primitive, target_version):
         super().obj_make_compatible(primitive, target_version)
-        if versionutils.convert_version_to_tuple(target_version) < (1, 1):
+        target = versionutils.convert_version_to_tuple(target_version)
+        if target < (1, 1):
             primitive.pop('resource_provider_name', None)
+        if target < (1, 3):
+            primitive.pop('agent_id', None)
 
 
 @base.CyborgObjectRegistry.register
