@@ -182,7 +182,7 @@ class Reporter:
                  conductor=None, on_refused=None):
         self.host = host
         self.conf = conf
-        self.agent_id = host_obj.new_agent_id()
+        self.agent_id = host_obj.new_agent_id(conf.agent.state_file)
         #: Why the conductor refused our hello (None: it did not).
         self.refused = None
         self._on_refused = on_refused

@@ -85,16 +85,16 @@ def record_hello(context, hostname, endpoint, version, drivers,
 def _check_holder(host, agent_id, now, live_for):
     """AgentConflict if ``host`` is held by another agent than
     ``agent_id`` that is alive: the host is up and was heard within
-    ``live_for`` seconds. An agent on the same machine as the holder is
-    its restart (one agent per state file on a machine), and takes the
-    host over at once; an agent elsewhere takes it once the holder has
-    been silent that long (it died, or moved)."""
+    ``live_for`` seconds. An agent in the holder's seat (its machine and
+    state file, which one agent at a time holds) is the holder restarted,
+    and takes the host over at once; any other takes it once the holder
+    has been silent that long (it died, or moved)."""
     holder = host.agent_id
     if not (agent_id and holder and live_for) or holder == agent_id:
         return
     seconds = (now - host.last_seen_at).total_seconds()
     if (host.status != 'up' or seconds > live_for
-            or host_obj.machine_of(holder) == host_obj.machine_of(agent_id)):
+            or host_obj.seat_of(holder) == host_obj.seat_of(agent_id)):
         return
     raise exception.AgentConflict(host=host.hostname, holder=holder,
                                   agent=agent_id, seconds=max(seconds, 0))

@@ -1,5 +1,6 @@
 """Hosts, their agents' hello and the drivers they run."""
 
+import hashlib
 import os
 import socket
 import uuid
@@ -26,16 +27,27 @@ class HostDriver(base.CyborgObject):
     }
 
 
-def new_agent_id():
+#: Longest state file path an agent id spells out (a longer one is
+#: hashed), so that the id fits its column.
+_SEAT_PATH_MAX = 160
+
+
+def new_agent_id(state_file):
     """Who this agent process is, for its hellos:
-    ``<machine>/<pid>/<random>``, the machine's hostname (not ``[DEFAULT]
-    host``), the process id and a part new at each start."""
-    return '%s/%d/%s' % (socket.gethostname(), os.getpid(),
-                         uuid.uuid4().hex[:12])
+    ``<machine>:<state file>/<pid>/<random>``: its *seat*, the machine's
+    hostname (not ``[DEFAULT] host``) and its state file, which one agent
+    at a time holds (it is locked); then its process id and a part new at
+    each start."""
+    path = os.path.abspath(state_file)
+    if len(path) > _SEAT_PATH_MAX:
+        path = 'sha256-' + hashlib.sha256(path.encode()).hexdigest()[:16]
+    return '%s:%s/%d/%s' % (socket.gethostname()[:64], path, os.getpid(),
+                            uuid.uuid4().hex[:12])
 
 
-def machine_of(agent_id):
-    """The machine part of an agent id."""
+def seat_of(agent_id):
+    """The seat (machine and state file) of an agent id: an agent with
+    the seat of another is that one restarted."""
     return agent_id.rsplit('/', 2)[0]
 
 
@@ -50,9 +62,9 @@ class AgentHello(base.CyborgObject):
     #              hostname
     # Version 1.2: no new field; the agent knows Host 1.2 (its
     #              heartbeat_topic), so the answer may carry it
-    # Version 1.3: agent_id, who the agent is ("<machine>/<pid>/<random>",
-    #              new at each start): the conductor refuses a second
-    #              agent for a host that a live one holds
+    # Version 1.3: agent_id, who the agent is ("<machine>:<state file>/
+    #              <pid>/<random>", new at each start): the conductor
+    #              refuses a second agent for a host a live one holds
     VERSION = '1.3'
 
     fields = {

@@ -88,11 +88,17 @@ class SerializationTest(test_base.TestCase):
 
     def test_hello_1_2_has_no_agent_id(self):
         """What a conductor of the previous release takes."""
-        primitive = self.hello(agent_id='node-a/42/0a1b2c3d4e5f') \
-            .obj_to_primitive(target_version='1.2')
+        agent_id = 'node-a:/var/lib/cyborg/agent-state.json/42/0a1b2c3d4e5f'
+        primitive = self.hello(agent_id=agent_id).obj_to_primitive(
+            target_version='1.2')
         self.assertNotIn('agent_id', primitive['cyborg_object.data'])
-        self.assertEqual('node-a', host.machine_of('node-a/42/0a1b2c3d4e5f'))
-        self.assertNotEqual(host.new_agent_id(), host.new_agent_id())
+        self.assertEqual('node-a:/var/lib/cyborg/agent-state.json',
+                         host.seat_of(agent_id))
+        first = host.new_agent_id('/var/lib/cyborg/agent-state.json')
+        again = host.new_agent_id('/var/lib/cyborg/agent-state.json')
+        self.assertNotEqual(first, again)
+        self.assertEqual(host.seat_of(first), host.seat_of(again))
+        self.assertLess(len(host.new_agent_id('/x' * 200)), 255)
 
     def test_host_1_0_has_no_report_seq(self):
         record = host.Host(hostname='cmp-1', status='up', report_generation=2,

@@ -1,7 +1,7 @@
 """Who the agent holding a host is.
 
 Agents say who they are in their hello (``AgentHello.agent_id``,
-``<machine>/<pid>/<random>``); the conductor keeps the last accepted one
+``<machine>:<state file>/<pid>/<random>``); the conductor keeps the last accepted one
 per host (``hosts.agent_id``) and refuses the hello of another agent for
 the host while that one is alive. NULL, as for a host whose agent has
 not said hello since the upgrade, holds nothing.

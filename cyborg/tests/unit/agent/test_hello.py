@@ -3,6 +3,7 @@ provider, and to a conductor of the previous release a hello it knows."""
 
 import logging
 import os
+import socket
 
 import fixtures
 import oslo_messaging as messaging
@@ -100,8 +101,10 @@ class HelloTest(base.TestCase):
         agent.reporter.hello(None)
         [hello] = conductor.hellos
         self.assertEqual(agent.reporter.agent_id, hello['agent_id'])
-        machine, pid, _random = hello['agent_id'].rsplit('/', 2)
+        seat, pid, _random = hello['agent_id'].rsplit('/', 2)
         self.assertEqual(str(os.getpid()), pid)
+        self.assertEqual(socket.gethostname() + ':'
+                         + os.path.abspath(self.conf.agent.state_file), seat)
 
     def test_refused_as_a_second_agent_it_says_so_once_and_stops(self):
         logs = self.useFixture(fixtures.FakeLogger(

@@ -47,8 +47,8 @@ class SecondAgentTest(base.TestCase):
     """Two agents with one [DEFAULT] host: the second is refused while
     the first is alive, with a line naming the host and both agents."""
 
-    FIRST = 'node-a/100/aaaaaaaaaaaa'
-    SECOND = 'node-b/200/bbbbbbbbbbbb'
+    FIRST = 'node-a:/var/lib/cyborg/agent-state.json/100/aaaaaaaaaaaa'
+    SECOND = 'node-b:/var/lib/cyborg/agent-state.json/200/bbbbbbbbbbbb'
 
     def setUp(self):
         super().setUp()
@@ -90,10 +90,17 @@ class SecondAgentTest(base.TestCase):
         # And now holds it.
         self.assertRaises(exception.AgentConflict, self.hello, self.FIRST)
 
-    def test_a_restart_on_the_same_machine_takes_over_at_once(self):
+    def test_a_restart_in_the_same_seat_takes_over_at_once(self):
+        """Same machine, same state file: the holder restarted."""
         self.hello(self.FIRST)
-        self.hello('node-a/101/cccccccccccc')
+        self.hello('node-a:/var/lib/cyborg/agent-state.json/101/cccccccccccc')
         self.assertEqual('', self.logs.output)
+
+    def test_another_state_file_on_the_same_machine_is_refused(self):
+        """Two agents of one machine, each with its configuration."""
+        self.hello(self.FIRST)
+        self.assertRaises(exception.AgentConflict, self.hello,
+                          'node-a:/srv/other/agent-state.json/300/dddddddddddd')
 
     def test_agents_that_do_not_say_who_they_are_are_not_refused(self):
         """An agent of an older release (AgentHello 1.2)."""
