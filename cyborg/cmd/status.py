@@ -14,6 +14,7 @@ doc/source/admin/security.rst.
 """
 
 import importlib.metadata
+import itertools
 import json
 import shlex
 import sys
@@ -383,13 +384,13 @@ def _placement_version_result(document):
     return _result(upgradecheck.Code.SUCCESS)
 
 
-#: What ``keys`` does to each key it is given: {action: function(key_dir,
-#: identity) -> (what was done, the key file)}.
 def _create_key(key_dir, identity):
     path, created = keys.create(key_dir, identity)
     return ('created' if created else 'kept'), path
 
 
+#: What ``keys`` does to each key it is given: {action: function(key_dir,
+#: identity) -> (what was done, the key file)}.
 KEY_ACTIONS = {
     'create': _create_key,
     'rotate': lambda key_dir, identity: (
@@ -458,24 +459,19 @@ COMMAND = cfg.SubCommandOpt('command', title='commands',
 
 
 def _config_options_first(argv):
-    """``argv`` with the configuration options (CONFIG_OPTIONS) that
-    follow the command moved before it, where oslo.config reads them."""
+    """``argv`` with the configuration options (CONFIG_OPTIONS) moved
+    before the command, where oslo.config reads them."""
     head, tail = [], []
     words = iter(argv)
-    seen_command = False
     for word in words:
-        name = word.split('=', 1)[0]
-        if seen_command and name in CONFIG_OPTIONS:
+        if word.split('=', 1)[0] in CONFIG_OPTIONS:
             head.append(word)
             if '=' not in word:
-                head.append(next(words, ''))
-            continue
-        if not seen_command and name in CONFIG_OPTIONS and '=' not in word:
-            head.extend([word, next(words, '')])
-            continue
-        if not word.startswith('-'):
-            seen_command = True
-        (tail if seen_command else head).append(word)
+                head.extend(itertools.islice(words, 1))
+        elif tail or not word.startswith('-'):
+            tail.append(word)
+        else:
+            head.append(word)
     return head + tail
 
 
