@@ -60,6 +60,16 @@ class ReleaseTest(testtools.TestCase):
         self.assertGreaterEqual(pkg_version.Version(setup_cfg_version()),
                                 pkg_version.Version(FIRST_RELEASE))
 
+    def test_setup_cfg_names_a_release_ahead_of_the_tags(self):
+        """After a release is tagged, the next commit names the next
+        release in setup.cfg: else pbr refuses to install the tree."""
+        done = self.pbr_version(TOP)
+        self.assertEqual(0, done.returncode,
+                         'pbr cannot make a version of this tree: set '
+                         'setup.cfg\'s version to the next release (see '
+                         'doc/source/contributor/releasing.rst):\n%s'
+                         % done.stderr)
+
     def test_a_release_tag_makes_the_release_and_groups_its_notes(self):
         """In a clone: the commit tagged with setup.cfg's version is that
         release, and its notes are grouped under it; a note committed
