@@ -28,6 +28,9 @@ from cyborg.objects import host as host_obj
 
 LOG = logging.getLogger(__name__)
 
+#: The longest agent id kept (``hosts.agent_id``).
+AGENT_ID_MAX = 255
+
 
 def _host_object(row, drivers):
     return host_obj.Host.from_db(
@@ -43,11 +46,12 @@ def _resource_provider_name(hello):
 
 
 def _agent_id(hello):
-    """Who the agent is; None from an agent older than AgentHello 1.3,
-    which the conductor cannot tell from another."""
+    """Who the agent is (at most what ``hosts.agent_id`` holds); None
+    from an agent older than AgentHello 1.3, which the conductor cannot
+    tell from another."""
     if not hello.obj_attr_is_set('agent_id'):
         return None
-    return hello.agent_id or None
+    return (hello.agent_id or '')[:AGENT_ID_MAX] or None
 
 
 class Heard:
