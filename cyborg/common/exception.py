@@ -140,6 +140,12 @@ class Conflict(CyborgException):
     code = http.CONFLICT
 
 
+class AgentConflict(Conflict):
+    msg_fmt = _('Host %(host)s is held by agent %(holder)s, which was heard '
+                '%(seconds)d s ago; agent %(agent)s is refused. Stop one of '
+                'them, or give this one its own [DEFAULT] host.')
+
+
 class DuplicateName(Conflict):
     msg_fmt = _('A %(resource)s named %(name)s already exists.')
 

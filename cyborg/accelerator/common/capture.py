@@ -237,7 +237,10 @@ def _proc(proc):
 
 
 def capture(root):
-    """The capture (a dict) of the host whose sysfs is ``root``."""
+    """The capture (a dict) of the host whose sysfs is ``root``; OSError
+    when its PCI devices cannot be listed (no sysfs there, or no
+    permission), rather than a capture of no device."""
+    os.listdir(os.path.join(root, sysfs.PCI_DEVICES))
     reader = sysfs.PciReader(root)
     rec = Recorder(root)
     rec.directory(os.path.join(root, sysfs.PCI_DEVICES))
@@ -251,14 +254,25 @@ def capture(root):
             'proc': _proc(hostfiles.proc_root(root))}
 
 
+def functions(document):
+    """How many PCI functions a capture holds."""
+    prefix = sysfs.PCI_DEVICES + os.sep
+    return sum(1 for path in document.get('links') or {}
+               if path.startswith(prefix) and os.sep not in path[len(prefix):])
+
+
 def write(path, root):
-    """Write the capture of ``root`` to ``path`` (``-``: stdout)."""
-    text = json.dumps(capture(root), indent=1, sort_keys=True) + '\n'
+    """Write the capture of ``root`` to ``path`` (``-``: stdout); returns
+    how many PCI functions it holds. Nothing is written when reading
+    fails."""
+    document = capture(root)
+    text = json.dumps(document, indent=1, sort_keys=True) + '\n'
     if path == '-':
         print(text, end='')
-        return
-    with open(path, 'w') as f:
-        f.write(text)
+    else:
+        with open(path, 'w') as f:
+            f.write(text)
+    return functions(document)
 
 
 def _inside(top, relative):

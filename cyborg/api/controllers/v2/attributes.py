@@ -1,7 +1,10 @@
 """``/v2/attributes``: list, show, create and delete attributes of
 deployables. Writes go through the conductor, which refuses an unknown
-deployable (404) and a key the deployable has already (409)."""
+deployable (404) and a key the deployable has already (409). A new
+attribute names its deployable by integer id, as upstream's API does, or
+by uuid, the deployable's id everywhere else."""
 
+from oslo_utils import uuidutils
 import pecan
 
 from cyborg.api.controllers import common
@@ -12,6 +15,7 @@ from cyborg.api.schemas import common as schema_common
 from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.db import attributes as db_attributes
+from cyborg.db import deployables as db_deployables
 from cyborg.i18n import _
 
 
@@ -28,12 +32,16 @@ def attribute_view(request, row):
     }
 
 
-def new_attribute(body):
+def new_attribute(context, body):
     """(deployable_id, key, value) of a create body valid against
     ``schemas.attributes.CREATE``: the attribute's fields, or them under
-    ``"attribute"``, the deployable id an integer or its string."""
+    ``"attribute"``; the deployable named by its integer id, that id's
+    string, or its uuid (DeployableNotFound when there is none)."""
     attribute = body.get('attribute', body)
-    deployable_id = int(attribute['deployable_id'])
+    deployable_id = attribute['deployable_id']
+    if uuidutils.is_uuid_like(deployable_id):
+        deployable_id = db_deployables.id_of(context, deployable_id)
+    deployable_id = int(deployable_id)
     if deployable_id > schema_common.INT_MAX:
         raise exception.InvalidParameterValue(
             err=_('deployable_id must be at most %d.')
@@ -87,7 +95,8 @@ class AttributesController:
         request = pecan.request
         context = common.authorize('cyborg:attribute:create')
         uuid = request.conductor_api.attribute_create(
-            context, *new_attribute(validation.body(request, schema.CREATE)))
+            context, *new_attribute(context,
+                                    validation.body(request, schema.CREATE)))
         pecan.response.status = 201
         return attribute_view(request,
                               db_attributes.get_by_uuid(context, uuid))
