@@ -79,14 +79,18 @@ Limits = collections.namedtuple(
 IDLE, HEAD, BODY, BUSY, DISCARD = 'idle', 'head', 'body', 'busy', 'discard'
 
 
-def limits_from(conf):
+def limits_from(conf, shares=True):
+    """The limits ``conf`` sets; without the shares per client unless
+    ``shares`` (cyborg-api's edge: a server whose own services are among
+    its clients, the all-in-one's, or a test's stand-in, has none)."""
     conf.register_opts(sizelimit.OPTS, group='oslo_middleware')
     api = conf.api
     return Limits(api.max_request_header_size, api.max_request_header_count,
                   api.header_timeout, api.max_connections,
                   api.max_discarded_body_size, api.idle_timeout,
-                  api.body_timeout, api.max_connections_per_client,
-                  api.connection_reserve,
+                  api.body_timeout,
+                  api.max_connections_per_client if shares else 0,
+                  api.connection_reserve if shares else 0,
                   conf.oslo_middleware.max_request_body_size)
 
 

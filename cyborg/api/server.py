@@ -61,9 +61,10 @@ def address(host, port):
     return ('[%s]:%s' if ':' in host else '%s:%s') % (host, port)
 
 
-def listen(host, port):
-    """A socket listening on ``host:port``, without SO_REUSEPORT; raises
-    :class:`CannotListen` when the address is taken (by anyone) or
+def listen(host, port, reuse_port=False):
+    """A socket listening on ``host:port``, without SO_REUSEPORT unless
+    ``reuse_port``; raises :class:`CannotListen` when the address is
+    taken (by anyone but another that asked for ``reuse_port``) or
     cannot be had."""
     where = address(host, port)
     try:
@@ -78,6 +79,8 @@ def listen(host, port):
         if port:
             # Not for port 0, where it could pick a port another holds.
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if family == socket.AF_INET6 and host in ('::', '::0'):
             sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
@@ -119,28 +122,33 @@ class _Server(wsgi.Server):
 class WSGIServer:
     """``app`` served on ``host:port`` by ``threads`` threads.
 
-    Requests are bounded before authentication (:mod:`.http_limits`).
+    Requests are bounded before authentication (:mod:`.http_limits`; by
+    default as the ``[api]`` options say, without shares per client).
     ``start()`` listens before it returns, so an address in use is
     raised to the caller (:class:`CannotListen`) and ``port`` is the
     real port (useful with port 0). A ``listener`` made beforehand
     (:func:`listen`) is served instead; several processes may serve one.
+    ``reuse_port`` lets other processes that ask for it listen on the
+    port too (the benchmarks' Placement workers; never cyborg-api).
     """
 
     def __init__(self, app, host, port, threads, listener=None,
-                 name='cyborg-api', limits=None):
+                 name='cyborg-api', limits=None, reuse_port=False):
         self.app = app
         #: The bounds before authentication (``[api]`` options).
-        self.limits = limits or http_limits.limits_from(CONF)
+        self.limits = limits or http_limits.limits_from(CONF, shares=False)
         self.host = host
         self.port = port
         self.threads = threads
         self.listener = listener
+        self.reuse_port = reuse_port
         self.name = name
         self._server = None
         self._thread = None
 
     def start(self):
-        listener = self.listener or listen(self.host, self.port)
+        listener = self.listener or listen(self.host, self.port,
+                                           self.reuse_port)
         server = _Server((self.host, self.port), self.app,
                          numthreads=self.threads, max=self.threads,
                          server_name=self.name,

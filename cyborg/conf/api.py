@@ -70,18 +70,21 @@ opts = [
     cfg.IntOpt(
         'max_connections_per_client', default=100, min=0,
         help='Most of max_connections that one client address holds at '
-             'once in one API worker process (an IPv6 client counts by '
-             'its /64); one more from it is answered 503 and closed. 0: '
-             'no such limit, as behind a proxy that connects from one '
-             'address (limit each client at the proxy then).'),
+             'once in one cyborg-api worker process (an IPv6 client '
+             'counts by its /64); one more from it is answered 503 and '
+             'closed. 0: no such limit, as behind a proxy that connects '
+             'from one address (limit each client at the proxy then). '
+             'The all-in-one, whose own conductor is among its clients, '
+             'has no such limit.'),
     cfg.IntOpt(
         'connection_reserve', default=100, min=0,
         help='The last connections of max_connections, kept for client '
-             'addresses that hold none: once a worker process holds '
-             'max_connections minus this many, a client that holds one '
-             'or more is answered 503, so that a flood from a few '
+             'addresses that hold none: once a cyborg-api worker process '
+             'holds max_connections minus this many, a client that holds '
+             'one or more is answered 503, so that a flood from a few '
              'addresses leaves every other client a connection. 0 behind '
-             'a proxy that connects from one address.'),
+             'a proxy that connects from one address. Not in the '
+             'all-in-one.'),
     cfg.IntOpt(
         'max_discarded_body_size', default=16 * 1024 * 1024, min=0,
         help='Largest request body, in bytes, that the standalone API '

@@ -149,6 +149,9 @@ class BodyLengthTest(base.TestCase):
                          (limits.idle_timeout, limits.body_timeout,
                           limits.per_client, limits.reserve,
                           limits.gathered_body))
+        # Servers other than cyborg-api's have no shares.
+        limits = http_limits.limits_from(self.conf, shares=False)
+        self.assertEqual((0, 0), (limits.per_client, limits.reserve))
 
 
 class ChunkScannerTest(base.TestCase):
