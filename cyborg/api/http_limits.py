@@ -10,10 +10,9 @@ bound that (options of ``[api]``, per worker process):
 * a request is gathered without a worker thread: a connection whose
   request line, headers and body (of at most ``[oslo_middleware]
   max_request_body_size``, with a ``Content-Length`` or chunked) are not
-  all there yet
-  goes back to cheroot's selector with what it sent so far, and a worker
-  parses the request only once it is complete. A slow client holds
-  memory (bounded by those sizes), never a thread;
+  all there yet goes back to cheroot's selector with what it sent so
+  far, and a worker parses the request only once it is complete. A slow
+  client holds memory (bounded by those sizes), never a thread;
 * a connection that has sent no byte of a request (a new one, or a kept
   alive one between requests) is closed after ``idle_timeout``; headers
   must all arrive within ``header_timeout`` of their first byte (408
@@ -22,11 +21,11 @@ bound that (options of ``[api]``, per worker process):
   ``body_timeout`` of the end of the headers (408), whoever reads it: the
   gathering, the application (a body over the size the server gathers,
   or one sent after ``100 Continue``) or the discarding below;
-* a worker process holds at most ``max_connections`` connections, at
-  most ``max_connections_per_client`` of them from one client address,
-  and keeps the last ``connection_reserve`` for clients that hold none
-  (:class:`Admission`); a connection over these is answered 503 and
-  closed;
+* a worker process holds at most ``max_connections`` connections; in
+  cyborg-api, at most ``max_connections_per_client`` of them from one
+  client address, and the last ``connection_reserve`` only for clients
+  that hold none (:class:`Admission`); a connection over these is
+  answered 503 and closed;
 * a body the application did not read (a 413 for a body over
   ``[oslo_middleware] max_request_body_size``, say) is read and
   discarded, up to ``max_discarded_body_size`` bytes and within the
