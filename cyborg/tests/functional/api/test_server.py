@@ -100,6 +100,21 @@ class WSGIServerTest(base.TestCase):
                     'port)' % port, str(error))
         self.assertEqual('[::1]:80', server.address('::1', 80))
 
+    def test_servers_that_ask_share_a_port(self):
+        """The benchmarks' Placement workers: each its own socket on one
+        port, with SO_REUSEPORT, which nothing else gets."""
+        first = server.WSGIServer(echo_app, '127.0.0.1', daemons.free_port(),
+                                  1, reuse_port=True)
+        first.start()
+        self.addCleanup(first.stop)
+        second = server.WSGIServer(echo_app, '127.0.0.1', first.port, 1,
+                                   reuse_port=True)
+        second.start()
+        self.addCleanup(second.stop)
+        self.assertEqual(2, listening_sockets(first.port))
+        self.assertRaises(server.CannotListen, server.listen, '127.0.0.1',
+                          first.port)
+
     def test_workers_share_one_listening_socket(self):
         """What the workers of cyborg-api do: each serves the socket its
         parent made."""
