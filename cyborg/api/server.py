@@ -90,9 +90,8 @@ def listen(host, port, reuse_port=False):
         sock.close()
         if e.errno == errno.EADDRINUSE:
             raise CannotListen(
-                'cannot listen on %s: the address is in use (another '
-                'process listens on it; see [api] host_ip and port)'
-                % where) from None
+                'cannot listen on %s: %s (another process listens on it; '
+                'see [api] host_ip and port)' % (where, e.strerror)) from None
         raise CannotListen('cannot listen on %s: %s'
                            % (where, e.strerror or e)) from None
     return sock

@@ -95,7 +95,7 @@ class WSGIServerTest(base.TestCase):
                                       1).start):
                 error = self.assertRaises(server.CannotListen, start)
                 self.assertEqual(
-                    'cannot listen on 127.0.0.1:%d: the address is in use '
+                    'cannot listen on 127.0.0.1:%d: Address already in use '
                     '(another process listens on it; see [api] host_ip and '
                     'port)' % port, str(error))
         self.assertEqual('[::1]:80', server.address('::1', 80))
@@ -402,7 +402,7 @@ class CyborgAPITest(CyborgAPIProcess):
         self.assertEqual(2, process.returncode, err)
         self.assertEqual(1, len(err.splitlines()), err)
         self.assertRegex(err, r'^cyborg-api: error: cannot listen on '
-                         r'127\.0\.0\.1:%d: the address is in use' % port)
+                         r'127\.0\.0\.1:%d: Address already in use' % port)
 
     def test_a_second_cyborg_api_on_the_port_exits_2(self):
         # Two workers each: what once shared the port (SO_REUSEPORT).
