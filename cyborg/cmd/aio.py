@@ -5,6 +5,7 @@ import sys
 
 from cyborg.aio import service as aio_service
 from cyborg.api import app as api_app
+from cyborg.api import server as api_server
 from cyborg.common import pidlock
 from cyborg.common import service
 from cyborg.conf import aio as conf_aio
@@ -29,7 +30,11 @@ def main(argv=None):
                           conf.sysfs_root)
     db_api.configure(conf)
     api_app.check_can_serve(conf, PROG, at_head=False)
-    service.finish(service.run_in_foreground(aio_service.AllInOne(conf)))
+    # Taken before anything starts: a port in use is one line, exit 2.
+    listener = api_server.listen_or_exit(conf.api.host_ip, conf.api.port,
+                                         PROG)
+    service.finish(service.run_in_foreground(
+        aio_service.AllInOne(conf, listener=listener)))
 
 
 if __name__ == '__main__':
