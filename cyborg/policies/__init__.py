@@ -229,12 +229,16 @@ class Route(typing.NamedTuple):
     rule: str
     check_str: str
     scope_types: tuple
+    #: The replaced check that passes too while new defaults are not
+    #: enforced, or ''.
+    deprecated_check_str: str
 
 
 def routes():
     """Every operation of the table with the rule that guards it, by path
     and method: what an operator looks up to write a policy file."""
     return sorted(Route(path, method, rule.name, rule.check_str,
-                        rule.scope_types)
+                        rule.scope_types,
+                        rule.deprecated.check_str if rule.deprecated else '')
                   for rule in TABLE
                   for method, path in rule.methods_and_paths())

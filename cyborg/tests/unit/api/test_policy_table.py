@@ -192,5 +192,9 @@ class PolicyTableTest(testtools.TestCase):
                          len(routes))
         self.assertIn(('/v2/devices/{device_uuid}', 'GET',
                        policies.DEVICE_GET_ONE,
-                       'rule:project_manager_or_admin', ('project',)),
+                       'rule:project_manager_or_admin', ('project',),
+                       'rule:admin_api'),
                       routes)
+        self.assertIn(('/v2/devices/{device_uuid}/enable', 'POST',
+                       policies.DEVICE_ENABLE, 'rule:admin_api',
+                       ('project',), ''), routes)
