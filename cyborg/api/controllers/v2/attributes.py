@@ -17,6 +17,7 @@ from cyborg.common import exception
 from cyborg.db import attributes as db_attributes
 from cyborg.db import deployables as db_deployables
 from cyborg.i18n import _
+from cyborg import policies
 
 
 def attribute_view(request, row):
@@ -59,14 +60,14 @@ class AttributeController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:attribute:get_one')
+        context = common.authorize(policies.ATTRIBUTE_GET_ONE)
         common.check_uuid(self.uuid)
         return attribute_view(pecan.request,
                               db_attributes.get_by_uuid(context, self.uuid))
 
     @index.when('DELETE')
     def index_delete(self):
-        context = common.authorize('cyborg:attribute:delete')
+        context = common.authorize(policies.ATTRIBUTE_DELETE)
         common.check_uuid(self.uuid)
         pecan.request.conductor_api.attribute_delete(context, self.uuid)
         pecan.response.status = 204
@@ -80,7 +81,7 @@ class AttributesController:
     @index.when('GET')
     def index_get(self):
         request = pecan.request
-        context = common.authorize('cyborg:attribute:get_all')
+        context = common.authorize(policies.ATTRIBUTE_GET_ALL)
         query = validation.query(request, schema.LIST_QUERY)
         page = pagination.page_from(request, db_attributes.SORT_KEYS)
         rows = db_attributes.get_all(
@@ -93,7 +94,7 @@ class AttributesController:
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = common.authorize('cyborg:attribute:create')
+        context = common.authorize(policies.ATTRIBUTE_CREATE)
         uuid = request.conductor_api.attribute_create(
             context, *new_attribute(context,
                                     validation.body(request, schema.CREATE)))
