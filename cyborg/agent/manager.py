@@ -75,7 +75,7 @@ class AgentManager:
     RPC_API_VERSION = '1.4'
     target = messaging.Target(version=RPC_API_VERSION)
 
-    def __init__(self, host, conf, conductor=None):
+    def __init__(self, host, conf, conductor=None, on_refused=None):
         self.host = host
         self.conf = conf
         # A capture file as the sysfs root is laid out as a tree first.
@@ -90,7 +90,7 @@ class AgentManager:
         #: client) is built on first use when not given.
         self.reporter = reporter.Reporter(
             host, conf, self._survey, lambda: self.driver_statuses,
-            conductor)
+            conductor, on_refused)
         #: The operators' endpoints, served beside this object.
         self.admin = admin.AdminEndpoints(self)
         #: What the RPC server of topic ``cyborg-agent`` serves.

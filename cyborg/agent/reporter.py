@@ -171,12 +171,22 @@ class Reporter:
     and every PCI function they looked at. ``driver_statuses()`` returns
     the drivers' HostDriver statuses the hello carries. ``conductor`` is
     the conductor's RPC client, built on first use when not given.
+
+    The hello says who this agent is (``agent_id``); a conductor refuses
+    it while another live agent holds the host (two agents with one
+    ``[DEFAULT] host``). The agent then says so in one line, once, and
+    calls ``on_refused`` (the daemon stops); without one it keeps saying
+    hello, silently, until the other is gone.
     """
 
     def __init__(self, host, conf, survey, driver_statuses,
-                 conductor=None):
+                 conductor=None, on_refused=None):
         self.host = host
         self.conf = conf
+        self.agent_id = host_obj.new_agent_id(conf.agent.state_file)
+        #: Why the conductor refused our hello (None: it did not).
+        self.refused = None
+        self._on_refused = on_refused
         self._survey = survey
         self._driver_statuses = driver_statuses
         self._conductor = conductor
@@ -429,12 +439,15 @@ class Reporter:
         with self._lock:
             hello = host_obj.AgentHello(
                 hostname=self.host, status='READY', endpoint=self.host,
-                version=version.version_string(),
+                version=version.version_string(), agent_id=self.agent_id,
                 drivers=self._driver_statuses(),
                 resource_provider_name=(
                     self.conf.agent.resource_provider_name or None))
             try:
                 host = self._say_hello(context, hello)
+            except exception.AgentConflict as e:
+                self._refused(e)
+                return False
             except (messaging.MessagingException,
                     exception.ServiceUnavailable) as e:
                 if stopping.requested():
@@ -453,8 +466,18 @@ class Reporter:
             self._level = HARDWARE
             self._heartbeat_topic = _heartbeat_topic(host)
             self._registered.set()
-            LOG.info('Registered with the conductor as %s', self.host)
+            self.refused = None
+            LOG.info('Registered with the conductor as %s (agent %s)',
+                     self.host, self.agent_id)
             return True
+
+    def _refused(self, error):
+        """Another live agent holds our host: said once."""
+        if self.refused is None:
+            LOG.error('The conductor refused this agent: %s', error)
+            self.refused = str(error)
+            if self._on_refused is not None:
+                self._on_refused()
 
     def _say_hello(self, context, hello):
         """Send ``hello``; a conductor of an older release, which refuses

@@ -110,9 +110,12 @@ def ensure_keys(conf):
 
 class AllInOne(service.Service):
 
-    def __init__(self, conf):
+    def __init__(self, conf, listener=None):
         super().__init__()
         self.conf = conf
+        #: The socket listening on [api] host_ip and port already (None:
+        #: the server makes its own).
+        self.listener = listener
         self.server = None
         self.parts = []
 
@@ -132,7 +135,8 @@ class AllInOne(service.Service):
             aio_placement.build_app(conf.state_path))
         self.server = api_server.WSGIServer(
             app, conf.api.host_ip, conf.api.port,
-            conf.api.threads_per_worker, name='cyborg-aio')
+            conf.api.threads_per_worker, listener=self.listener,
+            name='cyborg-aio')
         self.server.start()
         _use_embedded_placement(conf, self.server.port)
         ensure_compute_node(conf)

@@ -6,7 +6,8 @@ From the outside in::
     HTTPProxyToWSGI   scheme, host and prefix from a proxy's headers
     RequestId         x-openstack-request-id on every response
     CORS              [cors] options
-    /healthcheck      oslo.middleware healthcheck, no auth
+    /healthcheck      oslo.middleware healthcheck, no auth; 503 while
+                      the database or the broker is down (cyborg.api.health)
     ParsableError     every 4xx/5xx body becomes the error envelope
     BodySizeLimit     413 for a body over [oslo_middleware]
                       max_request_body_size (oslo.middleware's sizelimit)
@@ -19,6 +20,7 @@ There is no paste file: the pipeline is part of the code, so a deployment
 cannot silently drop a layer, and tests build exactly what runs.
 """
 
+from oslo_log import log as logging
 from oslo_middleware import cors
 from oslo_middleware import healthcheck
 from oslo_middleware import http_proxy_to_wsgi
@@ -27,16 +29,20 @@ import pecan
 from pecan import core as pecan_core
 
 from cyborg.api.controllers import root
+from cyborg.api import health
 from cyborg.api import hooks
 from cyborg.api import validation
 from cyborg.api.middleware import access_log
 from cyborg.api.middleware import auth
 from cyborg.api.middleware import body_size
 from cyborg.api.middleware import parsable_error
+from cyborg.common import preflight
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
+from cyborg.db import migration
 
 CONF = cyborg_conf.CONF
+LOG = logging.getLogger(__name__)
 
 HEALTHCHECK_PATH = '/healthcheck'
 
@@ -104,6 +110,37 @@ def pecan_app(conductor_api=None):
         errors={})
 
 
+def check_can_serve(conf, prog, at_head=True):
+    """What the API checks before it serves (``cyborg-api``, its WSGI
+    application, the all-in-one), through :func:`preflight.run`: that its
+    authentication can be set up, that the database answers and, with
+    ``at_head``, holds this release's schema (the all-in-one upgrades
+    its own). Call after ``db_api.configure``."""
+    preflight.run(prog, lambda: auth.check_config(conf),
+                  lambda: migration.check_ready(conf.database.connection,
+                                                at_head=at_head))
+
+
+def healthcheck_app(conf):
+    """oslo.middleware's healthcheck with the backends of ``[healthcheck]
+    backends`` (cyborg's database and broker checks by default,
+    :mod:`cyborg.api.health`); a list that leaves them out, or names one
+    that is not installed, is said in the log."""
+    app = healthcheck.Healthcheck(None, conf)
+    missing = health.missing_backends(conf)
+    if missing:
+        LOG.warning('[healthcheck] backends leaves out %s: /healthcheck '
+                    'answers 200 while what they check is down',
+                    ', '.join(missing))
+    unknown = health.unknown_backends(conf)
+    if unknown:
+        LOG.error('[healthcheck] backends names %s, which no installed '
+                  'package provides (entry points oslo.middleware.'
+                  'healthcheck): /healthcheck does not check it; correct '
+                  'the name, or reinstall cyborg', ', '.join(unknown))
+    return app
+
+
 def setup_app(conf=CONF, conductor_api=None):
     """The whole API pipeline as one WSGI application. ``conductor_api``
     replaces the RPC client (the all-in-one calls its conductor
@@ -113,8 +150,7 @@ def setup_app(conf=CONF, conductor_api=None):
     app = validation.URLCheck(app)
     app = body_size.BodySizeLimit(app, conf)
     app = parsable_error.ParsableErrorMiddleware(app)
-    app = PathDispatch(app, HEALTHCHECK_PATH,
-                       healthcheck.Healthcheck(None, conf))
+    app = PathDispatch(app, HEALTHCHECK_PATH, healthcheck_app(conf))
     app = cors.CORS(app, conf)
     app = request_id.RequestId(app, conf)
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)

@@ -28,7 +28,11 @@ def status_and_message(exc):
     """(HTTP status, client-safe message) for an exception raised while
     handling a request. Unexpected exceptions are logged here."""
     if isinstance(exc, exception.CyborgException):
-        status, message = int(exc.code), str(exc)
+        status, message = int(exc.code), exc.public_message()
+        if message != str(exc):
+            # What the client is not told (a path on this server).
+            LOG.error('Request failed with %s: %s', status, exc)
+            return status, message
     elif isinstance(exc, webob.exc.HTTPException):
         status, message = exc.code, _http_message(exc)
     elif isinstance(exc, wsme.exc.ClientSideError):

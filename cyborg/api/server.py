@@ -4,8 +4,11 @@ oslo.service's own WSGI server does not run on its threading backend, so
 the standalone API is served by cheroot. ``WSGIServer`` serves any WSGI
 app (the all-in-one reuses it for its composite app); ``APIService`` is
 the oslo.service service that ``cyborg-api`` launches in each worker
-process. With several workers each one binds its own listening socket
-with SO_REUSEPORT and the kernel spreads connections between them.
+process. ``cyborg-api`` makes its listening socket once, in the process
+that forks the workers, and each worker accepts connections on the copy
+it inherits; the socket has no SO_REUSEPORT, so no other process (a
+second ``cyborg-api`` started by mistake) can listen on the port beside
+it: that one stops with one line that names the address.
 
 A version document (the root of an API: what a client reads once to
 discover versions) is answered with ``Connection: close``. Nova's
@@ -17,9 +20,11 @@ scheduling). Closed, the connection cannot be inherited, and each worker
 opens its own.
 """
 
+import errno
 import logging as std_logging
 import os
 import socket
+import sys
 import threading
 
 from cheroot import wsgi
@@ -48,47 +53,126 @@ def default_workers():
     return min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS)
 
 
+class CannotListen(OSError):
+    """The server cannot listen on its address; one line that names it."""
+
+
+def address(host, port):
+    return ('[%s]:%s' if ':' in host else '%s:%s') % (host, port)
+
+
+def listen(host, port, reuse_port=False):
+    """A socket listening on ``host:port``, without SO_REUSEPORT unless
+    ``reuse_port``; raises :class:`CannotListen` when the address is
+    taken (by anyone but another that asked for ``reuse_port``) or
+    cannot be had."""
+    where = address(host, port)
+    try:
+        family, kind, proto, _, sockaddr = socket.getaddrinfo(
+            host, port, socket.AF_UNSPEC, socket.SOCK_STREAM, 0,
+            socket.AI_PASSIVE)[0]
+    except socket.gaierror as e:
+        raise CannotListen('cannot listen on %s: %s'
+                           % (where, e.strerror)) from None
+    sock = socket.socket(family, kind, proto)
+    try:
+        if port:
+            # Not for port 0, where it could pick a port another holds.
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if family == socket.AF_INET6 and host in ('::', '::0'):
+            sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        sock.bind(sockaddr)
+        sock.listen(LISTEN_BACKLOG)
+    except OSError as e:
+        sock.close()
+        if e.errno == errno.EADDRINUSE:
+            raise CannotListen(
+                'cannot listen on %s: %s (another process listens on it; '
+                'see [api] host_ip and port)' % (where, e.strerror)) from None
+        raise CannotListen('cannot listen on %s: %s'
+                           % (where, e.strerror or e)) from None
+    return sock
+
+
+def listen_or_exit(host, port, prog):
+    """:func:`listen`, or end the process with one line on stderr and
+    exit status 2."""
+    try:
+        return listen(host, port)
+    except CannotListen as e:
+        print('%s: error: %s' % (prog, e), file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+class _Server(wsgi.Server):
+    """cheroot's WSGI server on a socket that listens already."""
+
+    listener = None
+
+    def bind(self, family, type, proto=0):
+        self.socket = self.listener
+        self.bind_addr = self.resolve_real_bind_addr(self.socket)
+        return self.socket
+
+
 class WSGIServer:
     """``app`` served on ``host:port`` by ``threads`` threads.
 
-    Requests are bounded before authentication (:mod:`.http_limits`).
-    ``start()`` binds before it returns, so bind errors are raised to the
-    caller and ``port`` is the real port (useful with port 0).
+    Requests are bounded before authentication (:mod:`.http_limits`; by
+    default as the ``[api]`` options say, without shares per client).
+    ``start()`` listens before it returns, so an address in use is
+    raised to the caller (:class:`CannotListen`) and ``port`` is the
+    real port (useful with port 0). A ``listener`` made beforehand
+    (:func:`listen`) is served instead; several processes may serve one.
+    ``reuse_port`` lets other processes that ask for it listen on the
+    port too (the benchmarks' Placement workers; never cyborg-api).
     """
 
-    def __init__(self, app, host, port, threads, reuse_port=False,
-                 name='cyborg-api', limits=None):
+    def __init__(self, app, host, port, threads, listener=None,
+                 name='cyborg-api', limits=None, reuse_port=False):
         self.app = app
         #: The bounds before authentication (``[api]`` options).
-        self.limits = limits or http_limits.limits_from(CONF)
+        self.limits = limits or http_limits.limits_from(CONF, shares=False)
         self.host = host
         self.port = port
         self.threads = threads
+        self.listener = listener
         self.reuse_port = reuse_port
         self.name = name
         self._server = None
         self._thread = None
 
     def start(self):
-        server = wsgi.Server((self.host, self.port), self.app,
-                             numthreads=self.threads, max=self.threads,
-                             server_name=self.name,
-                             request_queue_size=LISTEN_BACKLOG,
-                             reuse_port=self.reuse_port)
+        listener = self.listener or listen(self.host, self.port,
+                                           self.reuse_port)
+        server = _Server((self.host, self.port), self.app,
+                         numthreads=self.threads, max=self.threads,
+                         server_name=self.name,
+                         request_queue_size=LISTEN_BACKLOG)
+        server.listener = listener
         server.error_log = _log_cheroot_error
         server.gateway = _Gateway
         http_limits.configure(server, self.limits)
         server.prepare()
+        # Several worker processes accept on one socket: one that loses
+        # the race for a connection gets EAGAIN (which cheroot skips)
+        # rather than wait in accept() with its selector stopped.
+        server.socket.settimeout(0)
         self._server = server
         self.port = server.bind_addr[1]
         self._thread = threading.Thread(target=server.serve, name=self.name,
                                         daemon=True)
         self._thread.start()
-        LOG.info('%s listening on %s:%s', self.name, self.host, self.port)
+        LOG.info('%s listening on %s', self.name,
+                 address(self.host, self.port))
 
     def stop(self):
         """Stop accepting, finish requests in progress (cheroot's
-        shutdown timeout), close the socket."""
+        shutdown timeout), close the socket. Connections still arriving
+        or idle hold no thread and are closed at once."""
         if self._server is not None:
             self._server.stop()
 
@@ -127,28 +211,14 @@ def _log_cheroot_error(msg='', level=std_logging.INFO, traceback=False):
     LOG.log(level, 'cheroot: %s', msg, exc_info=traceback)
 
 
-def check_bindable(host, port):
-    """Fail now, in the parent process, if ``host:port`` cannot be bound.
-
-    Otherwise every worker would fail at start and be restarted forever.
-    SO_REUSEPORT is set like the workers set it, so a running worker of
-    this service does not count as a conflict but any other listener does.
-    """
-    if not port:
-        return
-    family = socket.AF_INET6 if ':' in host else socket.AF_INET
-    with socket.socket(family, socket.SOCK_STREAM) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-        probe.bind((host, port))
-
-
 class APIService(service.Service):
     """The API in one worker process, for ``cyborg.common.service.launch``.
 
-    The app is built in the parent so configuration errors stop the
-    launch; what must belong to one process (messaging, the conductor
-    client, sockets) is made in ``start()``, which runs in the worker.
+    The app and the listening socket are made in the parent, so that
+    configuration errors and an address in use stop the launch, and the
+    workers share the socket; what must belong to one process
+    (messaging, the conductor client, the server's threads and
+    connections) is made in ``start()``, which runs in the worker.
     """
 
     def __init__(self, conf=CONF, workers=1):
@@ -156,7 +226,9 @@ class APIService(service.Service):
         self.conf = conf
         self.workers = workers
         self.app = api_app.setup_app(conf)
-        check_bindable(conf.api.host_ip, conf.api.port)
+        # Here, in the process that forks the workers: they inherit it.
+        self.listener = listen_or_exit(conf.api.host_ip, conf.api.port,
+                                       conf.prog or 'cyborg-api')
         self.server = None
 
     def start(self):
@@ -166,7 +238,7 @@ class APIService(service.Service):
         self.server = WSGIServer(self.app, self.conf.api.host_ip,
                                  self.conf.api.port,
                                  self.conf.api.threads_per_worker,
-                                 reuse_port=self.workers > 1,
+                                 listener=self.listener,
                                  limits=http_limits.limits_from(self.conf))
         self.server.start()
 

@@ -5,7 +5,6 @@ host, detach."""
 import json
 
 from cliff import command
-from cliff import lister
 from cliff import show
 
 from cyborg.cli import client
@@ -64,13 +63,15 @@ class _ShowAccelerator(show.ShowOne):
         return self.app.client.v1('GET', _path(uuid)).json()
 
 
-class ListAccelerators(lister.Lister):
+class ListAccelerators(output.Lister):
     """List the accelerators and the hardware they come from (v1 API).
 
     Hardware an agent discovered is listed with state inactive (its
     device is not enabled yet) or ready, and how many of its units are
     free to provision.
     """
+
+    NOUN = 'accelerators'
 
     def take_action(self, parsed_args):
         doc = self.app.client.v1('GET', '/accelerators').json()

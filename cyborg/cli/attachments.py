@@ -2,7 +2,6 @@
 (v2 API, microversion 2.5): Placement and Nova stay consistent."""
 
 from cliff import command
-from cliff import lister
 
 from cyborg.cli import client
 from cyborg.cli import output
@@ -12,7 +11,7 @@ ARQ_FIELDS = ('uuid', 'state', 'device_profile_name',
               'instance_uuid', 'attach_handle_type', 'attach_handle_info')
 
 
-class AttachInstance(lister.Lister):
+class AttachInstance(output.Lister):
     """Attach the accelerators of a device profile to an instance.
 
     Lists the accelerator requests bound for it.
@@ -28,6 +27,8 @@ class AttachInstance(lister.Lister):
                             help='the instance\'s host (default: the '
                                  'conductor chooses)')
         return parser
+
+    NOUN = 'accelerator requests bound'
 
     def take_action(self, parsed_args):
         body = {'instance_uuid': parsed_args.instance_uuid,

@@ -2,7 +2,6 @@
 list them, install (load and enable), update (reload), uninstall."""
 
 from cliff import command
-from cliff import lister
 
 from cyborg.cli import client
 from cyborg.cli import output
@@ -30,8 +29,11 @@ def _listing(doc):
     return output.listing(doc['drivers'], FIELDS)
 
 
-class ListDrivers(lister.Lister):
+class ListDrivers(output.Lister):
     """List the drivers of each host with their status."""
+
+    def nothing(self, parsed_args):
+        return 'No drivers%s.' % output.on_host(parsed_args)
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -44,11 +46,13 @@ class ListDrivers(lister.Lister):
             'GET', '/drivers', params=_host_body(parsed_args)).json())
 
 
-class InstallDriver(lister.Lister):
+class InstallDriver(output.Lister):
     """Load and enable a driver.
 
     Lists the driver's status on each host.
     """
+
+    NOUN = 'hosts whose agent is up'
 
     def get_parser(self, prog_name):
         return _add_name_and_host(super().get_parser(prog_name), 'install')
@@ -59,11 +63,13 @@ class InstallDriver(lister.Lister):
                                            json=body).json())
 
 
-class UpdateDriver(lister.Lister):
+class UpdateDriver(output.Lister):
     """Reload a driver with its current settings.
 
     Lists the driver's status on each host.
     """
+
+    NOUN = 'hosts whose agent is up'
 
     def get_parser(self, prog_name):
         return _add_name_and_host(super().get_parser(prog_name), 'reload')

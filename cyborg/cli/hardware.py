@@ -2,8 +2,6 @@
 every PCI function, offered or not, and for one that is not, why and
 what to change. The first place to look when a device is missing."""
 
-from cliff import lister
-
 from cyborg.cli import output
 
 #: The microversion that brought ``/v2/hardware``.
@@ -13,12 +11,17 @@ FIELDS = ('host', 'address', 'vendor_id', 'product_id', 'name',
           'setup_required', 'reboot_required')
 
 
-class ListHardware(lister.Lister):
+class ListHardware(output.Lister):
     """List the PCI functions the drivers of each host looked at.
 
     One row per function and driver: offered or not, and for one that is
     not, the reason and what to change to offer it.
     """
+
+    def nothing(self, parsed_args):
+        return 'No PCI functions%s%s.' % (
+            output.on_host(parsed_args),
+            ' that are not offered' if parsed_args.not_offered else '')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

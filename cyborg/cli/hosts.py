@@ -1,7 +1,5 @@
 """The hosts of the agents (v2 API, microversion 2.5)."""
 
-from cliff import lister
-
 from cyborg.cli import output
 
 FIELDS = ('hostname', 'status', 'last_seen_at', 'version', 'drivers')
@@ -16,8 +14,10 @@ class DriversColumn(output.JsonColumn):
                          for d in self._value or ())
 
 
-class ListHosts(lister.Lister):
+class ListHosts(output.Lister):
     """List the hosts with their agent's status and last heartbeat."""
+
+    NOUN = 'hosts: no agent has said hello yet'
 
     def take_action(self, parsed_args):
         doc = self.app.client.v2('GET', '/hosts').json()

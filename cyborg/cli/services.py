@@ -1,8 +1,6 @@
 """Acceleration services (v2 API, microversion 2.5): run discovery now
 and list what each discovered backend offers."""
 
-from cliff import lister
-
 from cyborg.cli import output
 
 DISCOVERY_FIELDS = ('hostname', 'status', 'devices', 'deployables')
@@ -13,12 +11,14 @@ SERVICE_FIELDS = ('host', 'service', 'device_type', 'driver_name',
 DISCOVERY_MARGIN = 30
 
 
-class DiscoverServices(lister.Lister):
+class DiscoverServices(output.Lister):
     """Discover accelerators now, on every host or one.
 
     Waits for the agents' reports; a host whose agent did not report in
     time has the status "no answer".
     """
+
+    NOUN = 'hosts whose agent is up'
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)
@@ -41,8 +41,13 @@ class DiscoverServices(lister.Lister):
         return output.listing(doc['hosts'], DISCOVERY_FIELDS)
 
 
-class ListServices(lister.Lister):
+class ListServices(output.Lister):
     """List the acceleration services of the discovered devices."""
+
+    def nothing(self, parsed_args):
+        return 'No acceleration services%s%s.' % (
+            output.on_host(parsed_args),
+            ' of type %s' % parsed_args.type if parsed_args.type else '')
 
     def get_parser(self, prog_name):
         parser = super().get_parser(prog_name)

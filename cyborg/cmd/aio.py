@@ -4,9 +4,12 @@ import os
 import sys
 
 from cyborg.aio import service as aio_service
+from cyborg.api import app as api_app
+from cyborg.api import server as api_server
 from cyborg.common import pidlock
 from cyborg.common import service
 from cyborg.conf import aio as conf_aio
+from cyborg.db import api as db_api
 
 PROG = 'cyborg-aio'
 DESCRIPTION = ('Run cyborg whole in one process: the API, the conductor, an '
@@ -25,7 +28,14 @@ def main(argv=None):
                  '--state-dir %s' % state_dir)
     aio_service.configure(conf, conf.bind_host, conf.port, state_dir,
                           conf.sysfs_root)
-    service.finish(service.run_in_foreground(aio_service.AllInOne(conf)))
+    db_api.configure(conf)
+    service.exit_on_signal()
+    api_app.check_can_serve(conf, PROG, at_head=False)
+    # Taken before anything starts: a port in use is one line, exit 2.
+    listener = api_server.listen_or_exit(conf.api.host_ip, conf.api.port,
+                                         PROG)
+    service.finish(service.run_in_foreground(
+        aio_service.AllInOne(conf, listener=listener)))
 
 
 if __name__ == '__main__':

@@ -6,6 +6,7 @@ are forked by oslo.service's launcher and share the port.
 
 import sys
 
+from cyborg.api import app as api_app
 from cyborg.api import server
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
@@ -24,11 +25,16 @@ def main():
     # The API reads the database: its engines as the conductor's (utf8mb4,
     # pings only after idle). Each worker starts its own.
     db_api.configure(CONF)
+    # The check waits for a database that does not answer.
+    service.exit_on_signal()
+    api_app.check_can_serve(CONF, PROG)
     workers = CONF.api.api_workers or server.default_workers()
     api = server.APIService(CONF, workers=workers)
     if workers == 1:
         # No parent that only watches a single worker: half the memory.
         service.finish(service.run_in_foreground(api))
+    # The check connected from the parent; each worker opens its own.
+    db_api.get_engine().dispose()
     sys.exit(service.launch([api], workers=workers))
 
 

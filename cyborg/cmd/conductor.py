@@ -2,7 +2,7 @@
 
 import sys
 
-from cyborg.common import exception
+from cyborg.common import preflight
 from cyborg.common import rpc
 from cyborg.common import service
 from cyborg.conductor import manager
@@ -22,10 +22,8 @@ def main():
     # The schema check waits for a database that does not answer.
     service.exit_on_signal()
     db_api.configure(conf)
-    try:
-        migration.check_at_head()
-    except exception.DBNotAtHead as e:
-        sys.exit('cyborg-conductor: %s' % e)
+    preflight.run(PROG, lambda: migration.check_ready(
+        conf.database.connection))
     svc = service.RPCService(conf.host, rpc.CONDUCTOR_TOPIC,
                              manager.ConductorManager(conf.host, conf))
     service.finish(service.run_in_foreground(svc))

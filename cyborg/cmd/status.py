@@ -6,14 +6,15 @@ The checks read the database with plain SQL through alembic, never through
 objects, so they work on a database the previous release left behind.
 
 ``cyborg-status keys {create,rotate,retire} (--api | --host NAME ...)``
-makes the RPC keys in [security] key_dir (or ``--key-dir``);
+makes the RPC keys in [security] key_dir (or ``--key-dir``), and says
+first where that directory comes from;
 ``cyborg-status keys broker`` prints the ``rabbitmqctl`` commands of the
 broker users (one per host, ``--api``, ``--conductor``): see
 doc/source/admin/security.rst.
 """
 
-import argparse
 import importlib.metadata
+import itertools
 import json
 import shlex
 import sys
@@ -39,14 +40,19 @@ from cyborg.db import adopt
 from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.db import models
+from cyborg import version
 
 CONF = cyborg_conf.CONF
 
 PROG = 'cyborg-status'
 DESCRIPTION = ('Check that this deployment is ready for the installed '
                'cyborg ("upgrade check"): database schema, configuration, '
-               'drivers, Placement, adoption, RPC keys. "cyborg-status keys '
-               '--help": make the keys that sign RPC messages.')
+               'drivers, Placement, adoption, RPC keys; make the keys that '
+               'sign RPC messages ("keys create", "keys rotate", "keys '
+               'retire") and print the broker users\' commands ("keys '
+               'broker"). "cyborg-status keys --help" for the keys\' '
+               'options. --config-file and --config-dir come before or '
+               'after the command.')
 
 DRIVER_NAMESPACE = 'cyborg.accelerator.driver'
 
@@ -378,14 +384,34 @@ def _placement_version_result(document):
     return _result(upgradecheck.Code.SUCCESS)
 
 
-def _keys_parser():
-    parser = argparse.ArgumentParser(
-        prog='cyborg-status keys',
+def _create_key(key_dir, identity):
+    path, created = keys.create(key_dir, identity)
+    return ('created' if created else 'kept'), path
+
+
+#: What ``keys`` does to each key it is given: {action: function(key_dir,
+#: identity) -> (what was done, the key file)}.
+KEY_ACTIONS = {
+    'create': _create_key,
+    'rotate': lambda key_dir, identity: (
+        'rotated', keys.rotate(key_dir, identity)),
+    'retire': lambda key_dir, identity: (
+        'retired', keys.retire(key_dir, identity)),
+}
+
+#: The options of the configuration, taken before or after the command.
+CONFIG_OPTIONS = ('--config-file', '--config-dir')
+
+
+def _add_keys_parser(subparsers):
+    parser = subparsers.add_parser(
+        'keys', help='make the keys that sign RPC messages (create, rotate, '
+        'retire) or print the broker users\' commands (broker)',
         description='Make the keys that sign RPC messages: one per compute '
         'host (give it to that host and the conductors) and the API\'s '
-        '(give it to the API and the conductors).')
-    parser.add_argument('action',
-                        choices=('create', 'rotate', 'retire', 'broker'),
+        '(give it to the API and the conductors). Each command that writes '
+        'keys first says where the key directory comes from.')
+    parser.add_argument('action', choices=tuple(KEY_ACTIONS) + ('broker',),
                         help='create: a key for each that has none (an '
                         'existing key is kept); rotate: add a new key, '
                         'both are used until retire; retire: keep only the '
@@ -393,16 +419,60 @@ def _keys_parser():
                         'commands of their broker users ("cyborg-agent.HOST", '
                         '"cyborg-api" and "cyborg-conductor", on the vhost '
                         'of transport_url)')
-    parser.add_argument('--api', action='store_true', help="the API's key")
+    # Their names are not cyborg options' (oslo.config refuses those).
+    parser.add_argument('--api', action='store_true', dest='for_api',
+                        help="the API's key")
     parser.add_argument('--conductor', action='store_true',
+                        dest='for_conductor',
                         help='broker: the conductors\' user')
     parser.add_argument('--host', action='append', default=[],
+                        dest='hosts', metavar='HOST',
                         help='a compute host (its [DEFAULT] host); repeat '
                         'for several')
     parser.add_argument('--key-dir', help='default: [security] key_dir of '
-                        'the configuration files')
-    parser.add_argument('--config-file', action='append', default=[])
-    return parser
+                        'the configuration files (--config-file and '
+                        '--config-dir, before or after "keys")')
+    parser.set_defaults(action_fn=lambda: keys_main(CONF, CONF.command))
+
+
+def _add_upgrade_parser(subparsers):
+    # As oslo.upgradecheck's own, with help.
+    parser = subparsers.add_parser(
+        'upgrade', help='"upgrade check": check the deployment before '
+        'restarting on new code (database schema, configuration, drivers, '
+        'Placement, adoption, RPC keys)')
+    parser.add_argument('check', choices=('check',),
+                        help='run the checks; exit status 0 success, '
+                        '1 warning, 2 failure')
+    parser.add_argument('--json', action='store_true',
+                        help='the results as JSON instead of a table')
+    parser.set_defaults(action_fn=Checks(CONF).check)
+
+
+def _add_commands(subparsers):
+    _add_upgrade_parser(subparsers)
+    _add_keys_parser(subparsers)
+
+
+COMMAND = cfg.SubCommandOpt('command', title='commands',
+                            handler=_add_commands)
+
+
+def _config_options_first(argv):
+    """``argv`` with the configuration options (CONFIG_OPTIONS) moved
+    before the command, where oslo.config reads them."""
+    head, tail = [], []
+    words = iter(argv)
+    for word in words:
+        if word.split('=', 1)[0] in CONFIG_OPTIONS:
+            head.append(word)
+            if '=' not in word:
+                head.extend(itertools.islice(words, 1))
+        elif tail or not word.startswith('-'):
+            tail.append(word)
+        else:
+            head.append(word)
+    return head + tail
 
 
 def _vhost(conf):
@@ -418,9 +488,9 @@ def _vhost(conf):
 def _broker_lines(args, conf):
     """``rabbitmqctl`` command lines of the users ``args`` names, on the
     vhost of ``transport_url``."""
-    roles = ([(broker.CONDUCTOR, None)] if args.conductor else [])
-    roles += [(broker.API, None)] if args.api else []
-    roles += [(broker.AGENT, host) for host in args.host]
+    roles = ([(broker.CONDUCTOR, None)] if args.for_conductor else [])
+    roles += [(broker.API, None)] if args.for_api else []
+    roles += [(broker.AGENT, host) for host in args.hosts]
     vhost = _vhost(conf)
     lines = []
     if vhost != '/':
@@ -435,41 +505,47 @@ def _broker_lines(args, conf):
     return lines
 
 
-def keys_main(argv):
-    """``cyborg-status keys ...``: returns the exit code."""
-    args = _keys_parser().parse_args(argv)
-    key_dir = args.key_dir
-    if key_dir is None or args.action == 'broker':
-        rpc.set_defaults()
-        rpc.register_opts(CONF)
-        try:
-            CONF([], project='cyborg', default_config_files=args.config_file
-                 or None)
-        except cfg.Error as e:
-            print('cyborg-status keys: %s' % e, file=sys.stderr)
-            return config_check.EXIT_STATUS
-        key_dir = key_dir or CONF.security.key_dir
+def key_dir_origin(conf, args):
+    """(the key directory, where it comes from: ``--key-dir``, the
+    configuration file that sets it, or the default and why)."""
+    if args.key_dir:
+        return args.key_dir, '--key-dir'
+    key_dir = conf.security.key_dir
+    where = conf.get_location('key_dir', 'security')
+    if where is not None and where.location is cfg.Locations.user:
+        return key_dir, '[security] key_dir in %s' % where.detail
+    read = list(conf.config_file or [])
+    if conf.config_dir:
+        read.append('--config-dir %s' % conf.config_dir)
+    if read:
+        return key_dir, ('the default [security] key_dir: the configuration '
+                         'read, %s, does not set it' % ', '.join(read))
+    return key_dir, ('the default [security] key_dir: no configuration file '
+                     'was read; give --config-file')
+
+
+def keys_main(conf, args):
+    """``cyborg-status keys ...`` with the configuration ``conf`` read:
+    returns the exit code."""
     if args.action == 'broker':
         try:
-            print('\n'.join(_broker_lines(args, CONF)))
+            print('\n'.join(_broker_lines(args, conf)))
         except exception.Invalid as e:
             print('cyborg-status keys: %s' % e, file=sys.stderr)
             return 1
         return 0
-    identities = ([keys.API] if args.api else []) + args.host
+    identities = ([keys.API] if args.for_api else []) + args.hosts
     if not identities:
         print('cyborg-status keys: give --api or --host', file=sys.stderr)
         return 2
+    key_dir, origin = key_dir_origin(conf, args)
+    print('key directory %s (%s)' % (key_dir, origin))
+    action = KEY_ACTIONS[args.action]
     try:
         identities = [i if i == keys.API else keys.host_identity(i)
                       for i in identities]
         for identity in identities:
-            if args.action == 'create':
-                path, created = keys.create(key_dir, identity)
-                print('%s %s' % ('created' if created else 'kept', path))
-            else:
-                action = getattr(keys, args.action)
-                print('%sd %s' % (args.action, action(key_dir, identity)))
+            print('%s %s' % action(key_dir, identity))
     except (exception.CyborgException, OSError) as e:
         print('cyborg-status keys: %s' % e, file=sys.stderr)
         return 1
@@ -477,21 +553,34 @@ def keys_main(argv):
 
 
 def main(argv=None):
-    """``cyborg-status keys ...`` makes RPC keys; otherwise
-    ``upgradecheck.main``, with the configuration errors of every cyborg
-    command: one line on stderr and exit status 2."""
+    """``cyborg-status upgrade check`` (``upgradecheck``'s table or JSON)
+    or ``cyborg-status keys ...``, with the configuration errors of every
+    cyborg command: one line on stderr and exit status 2. The
+    configuration options may come before or after the command."""
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ['keys']:
-        return keys_main(argv[1:])
     policy_opts.set_defaults(CONF)
-    upgradecheck.register_cli_options(CONF, Checks(CONF))
+    rpc.set_defaults()
+    rpc.register_opts(CONF)
+    # The command line is this command's alone, also when main runs
+    # again in one process (the tests): the commands are registered for
+    # this run only.
+    CONF.clear()
+    CONF.register_cli_opt(COMMAND)
     try:
-        config_check.parse(CONF, argv, project='cyborg', prog=PROG,
+        config_check.parse(CONF, _config_options_first(argv),
+                           project='cyborg', prog=PROG,
+                           version=version.version_string(),
                            description=DESCRIPTION)
+        # oslo.upgradecheck reads --json from its own CONF.
+        upgradecheck.CONF = CONF
+        return upgradecheck.run(CONF)
     except config_check.ConfigError as e:
         print('%s: error: %s' % (PROG, e), file=sys.stderr)
         return config_check.EXIT_STATUS
-    return upgradecheck.run(CONF)
+    finally:
+        CONF.clear()
+        CONF.unregister_opt(COMMAND)
+
 
 if __name__ == '__main__':
     sys.exit(main())

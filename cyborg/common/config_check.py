@@ -13,6 +13,8 @@ keystoneauth adds the options of the auth plugin a group names.
 """
 
 import contextlib
+import difflib
+from importlib import metadata as importlib_metadata
 import io
 import re
 import sys
@@ -114,28 +116,44 @@ def _value_problem(group, name, error):
 
 
 def check(conf):
-    """Raise :class:`ConfigError` naming the first bad value."""
+    """Raise :class:`ConfigError` naming the first misspelled group
+    (:func:`misspelled_groups`) or bad value."""
+    misspelled = misspelled_groups(conf)
+    if misspelled:
+        raise ConfigError(_and_more(describe_misspelled(misspelled[0]),
+                                    len(misspelled) - 1))
     problems = bad_values(conf)
     if problems:
-        extra = len(problems) - 1
-        raise ConfigError(problems[0] + (' (and %d more)' % extra
-                                         if extra else ''))
+        raise ConfigError(_and_more(problems[0], len(problems) - 1))
+
+
+def _and_more(line, extra):
+    return line + (' (and %d more)' % extra if extra else '')
+
+
+#: ``known_options()`` of each tuple of namespaces, loaded once.
+_KNOWN = {}
 
 
 def known_options(namespaces=None):
     """``{group: {option names}}`` of the option namespaces (group
-    names may be patterns such as ``vgpu_<type>``); a namespace whose
-    library is not installed is left out."""
-    namespaces = conf_opts.NAMESPACES if namespaces is None else namespaces
-    known = {}
-    for namespace in namespaces:
-        try:
-            listings = generator._list_opts([namespace])
-        except Exception as e:  # a library that fails to import
-            LOG.debug('Option namespace %s not loaded: %s', namespace, e)
-            continue
-        _add_listing(known, listings)
-    return known
+    names may be patterns such as ``vgpu_<type>``, and include the old
+    names of deprecated groups); a namespace whose library is not
+    installed is left out. Loaded once per process."""
+    namespaces = tuple(conf_opts.NAMESPACES if namespaces is None
+                       else namespaces)
+    if namespaces not in _KNOWN:
+        known = {}
+        for namespace in namespaces:
+            try:
+                listings = generator._list_opts([namespace])
+            except Exception as e:  # a library that fails to import
+                LOG.debug('Option namespace %s not loaded: %s', namespace,
+                          e)
+                continue
+            _add_listing(known, listings)
+        _KNOWN[namespaces] = known
+    return {group: set(names) for group, names in _KNOWN[namespaces].items()}
 
 
 def _add_listing(known, listings):
@@ -143,10 +161,14 @@ def _add_listing(known, listings):
     ``known``."""
     for _namespace, listing in listings:
         for group, opts in listing:
-            names = known.setdefault(getattr(group, 'name', group)
-                                     or 'DEFAULT', set())
+            name = getattr(group, 'name', group) or 'DEFAULT'
+            names = known.setdefault(name, set())
             for opt in opts:
-                names.update(_spellings(opt, getattr(group, 'name', group)))
+                names.update(_spellings(opt, name))
+                for old in opt.deprecated_opts:
+                    if old.group not in (None, name, 'DEFAULT'):
+                        known.setdefault(old.group, set()).add(
+                            old.name or opt.dest)
 
 
 def _spellings(opt, group):
@@ -158,12 +180,16 @@ def _spellings(opt, group):
     return names
 
 
+def _is_pattern(group):
+    return '<' in group
+
+
 def _group_options(known, group):
     """The known options of ``group``, with those of every pattern group
     it matches (``vgpu_<type>`` for ``vgpu_nvidia-35``; ``<nic_type>``
     matches any name); None if it matches nothing."""
     matched = [names for pattern, names in known.items()
-               if pattern == group or '<' in pattern and re.fullmatch(
+               if pattern == group or _is_pattern(pattern) and re.fullmatch(
                    re.sub(r'<[^>]*>', '.+', re.escape(pattern)), group)]
     return set().union(*matched) if matched else None
 
@@ -173,9 +199,10 @@ def _plugin_options(conf, group):
     names in the files, which only that plugin's users set."""
     auth_type = None
     for section, options in _parsed_sections(conf):
-        if section == group and options.get('auth_type'):
+        if _normal(section) == group and options.get('auth_type'):
             auth_type = options['auth_type'][-1]
-    if not auth_type:
+    if not auth_type or auth_type not in auth_plugin_names():
+        # None, or an unknown plugin: the daemon that uses it says so.
         return set()
     try:
         opts = ks_loading.get_auth_plugin_conf_options(auth_type)
@@ -184,14 +211,39 @@ def _plugin_options(conf, group):
     return {name for opt in opts for name in (opt.name, opt.dest)}
 
 
+def auth_plugin_names():
+    """The names of keystoneauth's plugins (entry points
+    ``keystoneauth1.plugin``), none of them loaded: looking one up by a
+    name that is none, or loading them all, logs errors on stderr."""
+    return frozenset(entry.name for entry in importlib_metadata.entry_points(
+        group='keystoneauth1.plugin'))
+
+
+class Unknown(tuple):
+    """``(group, option)`` set in a config file and known to no
+    namespace (``option`` None: the whole group), with ``file``, the file
+    that sets it, and ``nearest``, the known name closest to it (None if
+    none is close, for an option)."""
+
+    def __new__(cls, group, option, file=None, nearest=None):
+        self = super().__new__(cls, (group, option))
+        self.file = file
+        self.nearest = nearest
+        return self
+
+
 def unknown_options(conf, known=None):
-    """``(group, option or None)`` for each option (or whole group) set in
-    the parsed config files that no namespace knows, in file order.
+    """An :class:`Unknown` ``(group, option or None)`` for each option
+    (or whole group) set in the parsed config files that no namespace
+    knows.
 
     What this process registered needs no look further; the rest is
     looked up in the namespaces (``known``, default
     :func:`known_options`), which loads the libraries that own them: a
     config file that sets only what the daemon uses loads nothing more.
+    A group that only a pattern matches (any name may be a NIC type's
+    ``[<nic_type>]``) and that sets none of that pattern's options is
+    unknown as a whole.
     """
     found = []
     for section, options in _parsed_sections(conf):
@@ -202,14 +254,105 @@ def unknown_options(conf, known=None):
             continue
         if known is None:
             known = known_options()
-        names = _group_options(known, section)
-        if names is None:
-            found.append((section, None))
-            continue
-        names = names | _plugin_options(conf, section)
-        found.extend((section, option) for option in leftovers
-                     if option not in names)
+        found.extend(_unknown_in(conf, known, section, leftovers))
     return list(dict.fromkeys(found))
+
+
+def _unknown_in(conf, known, section, leftovers):
+    """The :class:`Unknown` entries of ``section``, whose options
+    ``leftovers`` this process did not register."""
+    group = _normal(section)
+    where = _file_of(conf, section)
+    names = _group_options(known, group)
+    if names is not None:
+        names = names | _plugin_options(conf, group)
+    if names is None or group not in known and not any(
+            option in names for option in leftovers):
+        groups = [name for name in known if not _is_pattern(name)]
+        return [Unknown(section, None, where,
+                        near_miss(group, groups) or _closest(group, groups))]
+    return [Unknown(section, option, where,
+                    _closest(option, names, cutoff=0.75))
+            for option in leftovers if option not in names]
+
+
+def misspelled_groups(conf, known=None):
+    """The unknown whole groups (:func:`unknown_options`) whose name is
+    a near miss (:func:`near_miss`) of a group cyborg knows: every option
+    in them is one the operator meant to set and that would be ignored
+    (a ``[databse]`` left the database at its default, an empty SQLite
+    file)."""
+    return [entry for entry in unknown_options(conf, known)
+            if entry[1] is None and entry.nearest
+            and near_miss(_normal(entry[0]), [entry.nearest])]
+
+
+def describe_misspelled(entry):
+    """One line on a misspelled group of :func:`misspelled_groups`."""
+    return ('%s: [%s] is not a group cyborg knows: did you mean [%s]? Its '
+            'options are not read until it is renamed'
+            % (entry.file or 'the configuration', entry[0], entry.nearest))
+
+
+def _squashed(name):
+    return re.sub(r'[-_]', '', name.lower())
+
+
+def _allowed_edits(length):
+    """How many edits still make a near miss of a name ``length``
+    characters long: none below 5 (``[pci]`` and ``[api]`` are both
+    names of their own), one below 9, then two."""
+    return 0 if length < 5 else 1 if length < 9 else 2
+
+
+def near_miss(name, candidates):
+    """The candidate (not a pattern) that ``name`` is a misspelling of,
+    or None: the same name in another case or with ``-`` or ``_`` added
+    or dropped, or a few edits away (:func:`_allowed_edits`, a swap of
+    two neighbours counting as one) from a name long enough that such a
+    slip is not another word."""
+    best = None
+    for candidate in sorted(candidates):
+        if _is_pattern(candidate) or candidate == name:
+            continue
+        if _squashed(candidate) == _squashed(name):
+            return candidate
+        edits = edit_distance(name.lower(), candidate.lower())
+        if edits <= _allowed_edits(min(len(name), len(candidate))) and (
+                best is None or edits < best[0]):
+            best = (edits, candidate)
+    return best[1] if best else None
+
+
+def edit_distance(a, b):
+    """Insertions, deletions, substitutions and swaps of neighbours that
+    turn ``a`` into ``b`` (the optimal string alignment distance)."""
+    rows = [list(range(len(b) + 1))]
+    for i in range(1, len(a) + 1):
+        row = [i] + [0] * len(b)
+        for j in range(1, len(b) + 1):
+            cost = 0 if a[i - 1] == b[j - 1] else 1
+            row[j] = min(rows[-1][j] + 1, row[j - 1] + 1,
+                         rows[-1][j - 1] + cost)
+            if (i > 1 and j > 1 and a[i - 1] == b[j - 2]
+                    and a[i - 2] == b[j - 1]):
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
+
+
+def _closest(name, candidates, cutoff=0.0):
+    """The candidate most like ``name`` (difflib's ratio), None if none
+    reaches ``cutoff``."""
+    matches = difflib.get_close_matches(name, sorted(candidates), n=1,
+                                        cutoff=cutoff)
+    return matches[0] if matches else None
+
+
+def _normal(section):
+    """A section's group as oslo.config reads it: ``DEFAULT``, or the
+    name in lower case."""
+    return section if section == 'DEFAULT' else section.lower()
 
 
 def _registered(conf, section):
@@ -217,7 +360,7 @@ def _registered(conf, section):
     if section == 'DEFAULT':
         return set(conf)
     try:
-        group = conf[section]
+        group = conf[_normal(section)]
     except (cfg.Error, ValueError):
         return set()
     return set(group) if isinstance(group, cfg.ConfigOpts.GroupAttr) else set()
@@ -230,8 +373,26 @@ def _parsed_sections(conf):
         yield from sections.items()
 
 
+def _file_of(conf, section):
+    """The (last) config file that has ``section``."""
+    namespace = conf._namespace
+    return namespace._sections_to_file.get(section) if namespace else None
+
+
 def describe_unknown(found):
-    """One line naming the unknown options and groups."""
-    return ', '.join('[%s]' % group if option is None
-                     else '[%s] %s' % (group, option)
-                     for group, option in found)
+    """One line naming the unknown options and groups, where they are
+    set and the known name each is closest to."""
+    return ', '.join(_describe(entry) for entry in found)
+
+
+def _describe(entry):
+    group, option = entry
+    where = getattr(entry, 'file', None)
+    nearest = getattr(entry, 'nearest', None)
+    where = ' in %s' % where if where else ''
+    if option is None:
+        return '[%s]%s%s' % (group, where, (
+            ' (a group cyborg does not know; the nearest it knows is [%s])'
+            % nearest if nearest else ''))
+    return '[%s] %s%s%s' % (group, option, where, (
+        ' (did you mean %s?)' % nearest if nearest else ''))

@@ -44,6 +44,11 @@ class CyborgException(Exception):
     def __str__(self):
         return self.args[0] if self.args else ''
 
+    def public_message(self):
+        """What a client is told: the message, unless the class says
+        less (a path on the server, say, stays in its log)."""
+        return str(self)
+
 
 class Invalid(CyborgException):
     msg_fmt = _('Unacceptable parameters: %(reason)s')
@@ -135,6 +140,12 @@ class Conflict(CyborgException):
     code = http.CONFLICT
 
 
+class AgentConflict(Conflict):
+    msg_fmt = _('Host %(host)s is held by agent %(holder)s, which was heard '
+                '%(seconds)d s ago; agent %(agent)s is refused. Stop one of '
+                'them, or give this one its own [DEFAULT] host.')
+
+
 class DuplicateName(Conflict):
     msg_fmt = _('A %(resource)s named %(name)s already exists.')
 
@@ -173,9 +184,13 @@ class DriverLoadError(CyborgException):
                 '%(reason)s')
 
 
-class DBNotAtHead(CyborgException):
-    msg_fmt = _('The database schema is at %(current)s but this release '
-                'needs %(head)s. Run "cyborg-dbsync upgrade".')
+class DatabaseNotReady(CyborgException):
+    """A daemon's database cannot serve it: unreachable, refusing the
+    login, missing, or without the schema this release needs. Said in
+    one line that names the database (its password masked) and what to
+    do."""
+
+    msg_fmt = _('the database %(url)s %(problem)s; %(fix)s')
 
 
 class PlacementError(CyborgException):
@@ -426,9 +441,28 @@ class RPCRefused(Forbidden):
 
 
 class RPCKeyMissing(ServiceUnavailable):
-    """A sender has no key to sign with (see [security] key_dir)."""
+    """A sender has no key to sign with (see [security] key_dir).
+
+    The message names the key file, for the log; a client is told whose
+    key is missing and how an operator makes it, never a path of the
+    server."""
 
     msg_fmt = _('No RPC key for %(identity)s: %(reason)s')
+    public_fmt = _('The request cannot be signed: the RPC key of '
+                   '%(party)s is missing or unreadable on the server. An '
+                   'operator makes it with "cyborg-status keys create '
+                   '%(option)s" (the log of the service names the file).')
+
+    def public_message(self):
+        identity = self.kwargs.get('identity')
+        if identity == 'api':
+            party, option = 'the API (api)', '--api'
+        elif isinstance(identity, str) and identity.startswith('host:'):
+            party = 'compute host %s (%s)' % (identity[5:], identity)
+            option = '--host %s' % identity[5:]
+        else:
+            party, option = 'a cyborg service', '--api --host <host>'
+        return self.public_fmt % {'party': party, 'option': option}
 
 
 class RPCKeyInsecure(RPCKeyMissing):
@@ -437,3 +471,9 @@ class RPCKeyInsecure(RPCKeyMissing):
     msg_fmt = _('The RPC key file %(path)s has mode %(mode)s, open to its '
                 'group or others: it is not used until it is its owner\'s '
                 'alone: chmod 600 %(path)s')
+
+    def public_message(self):
+        return _('The request cannot be signed: an RPC key file on the '
+                 'server is open to its group or others, and is not used '
+                 'until an operator makes it its owner\'s alone (chmod 600; '
+                 'the log of the service names the file).')

@@ -396,9 +396,9 @@ def _stop(svc, starting, asked, name):
 def exit_on_signal():
     """Until run_in_foreground takes over: SIGTERM or SIGINT ends the
     process at once, with status 0. For what a daemon does before its
-    service starts and nothing is to be undone (the conductor's check of
-    the schema, which waits for a database that does not answer, through
-    oslo.db's retries)."""
+    service starts and nothing is to be undone: the checks before it
+    serves, which wait through oslo.db's retries for a database that does
+    not answer."""
     def on_signal(signum, _frame):
         LOG.info('%s received while preparing to start; stopped',
                  signal.Signals(signum).name)

@@ -117,7 +117,7 @@ class Accelerators:
                  'instance %s' % instance_uuid if instance_uuid
                  else 'host %s' % (host or hostname))
         if hostname:
-            self.devices.sync_host(context, hostname)
+            self.devices.placement.resync_host(context, hostname)
 
     def detach(self, context, uuid):
         """Detach; refused while the deployable is overcommitted, that
@@ -130,7 +130,7 @@ class Accelerators:
         hostname = db_accelerators.detach(context, uuid)
         LOG.info('Accelerator %s detached', uuid)
         if hostname:
-            self.devices.sync_host(context, hostname)
+            self.devices.placement.resync_host(context, hostname)
 
     def _usage(self, holders):
         """(units used by others, their names): Placement's allocations

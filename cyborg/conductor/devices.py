@@ -49,7 +49,7 @@ class Devices:
         hostname = db_devices.set_status(context, device_uuid, status)
         LOG.info('Device %s of host %s is now %s', device_uuid, hostname,
                  status)
-        self.sync_host(context, hostname)
+        self.placement.resync_host(context, hostname)
 
     def _set_up(self, context, device_uuid):
         """The seed's operator flow (``[agent] new_device_state =
@@ -73,9 +73,5 @@ class Devices:
         """A host went down or came back: with ``[conductor]
         reserve_down_hosts``, its inventory is reserved or released."""
         if self.conf.conductor.reserve_down_hosts:
-            self.sync_host(context, hostname)
+            self.placement.resync_host(context, hostname)
 
-    def sync_host(self, context, hostname):
-        """Placement shows the host's deployables as the database does;
-        False (and the host marked pending) when Placement failed."""
-        return self.placement.resync_host(context, hostname)

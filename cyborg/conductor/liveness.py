@@ -28,6 +28,9 @@ from cyborg.objects import host as host_obj
 
 LOG = logging.getLogger(__name__)
 
+#: The longest agent id kept (``hosts.agent_id``).
+AGENT_ID_MAX = 255
+
 
 def _host_object(row, drivers):
     return host_obj.Host.from_db(
@@ -40,6 +43,15 @@ def _resource_provider_name(hello):
     if not hello.obj_attr_is_set('resource_provider_name'):
         return None
     return hello.resource_provider_name or None
+
+
+def _agent_id(hello):
+    """Who the agent is (at most what ``hosts.agent_id`` holds); None
+    from an agent older than AgentHello 1.3, which the conductor cannot
+    tell from another."""
+    if not hello.obj_attr_is_set('agent_id'):
+        return None
+    return (hello.agent_id or '')[:AGENT_ID_MAX] or None
 
 
 class Heard:
@@ -108,9 +120,16 @@ class Liveness:
             raise exception.Invalid(reason='an agent hello needs a hostname')
         drivers = [d.as_dict() for d in hello.drivers]
         # The rows as written are the answer: no second transaction.
-        row, driver_rows, was_down = db_hosts.record_hello(
-            context, hello.hostname, hello.endpoint, hello.version, drivers,
-            resource_provider_name=_resource_provider_name(hello))
+        try:
+            row, driver_rows, was_down = db_hosts.record_hello(
+                context, hello.hostname, hello.endpoint, hello.version,
+                drivers, resource_provider_name=_resource_provider_name(hello),
+                agent_id=_agent_id(hello),
+                live_for=self.conf.conductor.host_down_timeout)
+        except exception.AgentConflict as e:
+            # The refused agent is told, and stops.
+            LOG.warning('Refused the hello of a second agent: %s', e)
+            raise
         LOG.info('Agent on host %s said hello with drivers %s',
                  hello.hostname, ', '.join(
                      '%s (%s)' % (d['name'], d['status']) for d in drivers))

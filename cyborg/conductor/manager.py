@@ -142,7 +142,7 @@ class ConductorManager:
     # (cyborg.common.signing). Every other method is the API's.
 
     @signing.host_method('hello', 'hostname')
-    @messaging.expected_exceptions(exception.Invalid,
+    @messaging.expected_exceptions(exception.Invalid, exception.AgentConflict,
                                    exception.ServiceUnavailable)
     def agent_hello(self, context, hello):
         host = self.liveness.hello(context, hello)

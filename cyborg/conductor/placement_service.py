@@ -6,9 +6,10 @@ accelerators, attachments, FPGA programming), so a conductor holds one
 Placement client however many workflows use it. The service owns:
 
 * the client, connected on first use (``client``);
-* the host sync (``sync_host``, with ``placement_sync.PlacementSync``
-  doing the work) and what follows when it fails: the host is marked
-  pending and its sync generation forgotten, so the periodic retry
+* the host sync (``sync_or_mark_pending``, with
+  ``placement_sync.PlacementSync.apply_tree`` doing the work) and what
+  follows when it fails: the host is marked pending and its sync
+  generation forgotten, so the periodic retry
   (``retry_pending``) and the host's next report both sync it again;
 * the sync of a host from what the database shows now
   (``resync_host``), which the periodic retry and device status changes
@@ -74,13 +75,13 @@ class PlacementService:
                     raise
                 LOG.debug('Generation conflict on %s; retrying', what)
 
-    def sync_host(self, context, hostname, providers, names=None,
+    def sync_or_mark_pending(self, context, hostname, providers, names=None,
                   fresh=False):
         """Make Placement show ``providers`` under the compute node of
-        ``hostname`` (see PlacementSync.sync_host, also for ``fresh``).
+        ``hostname`` (see PlacementSync.apply_tree, also for ``fresh``).
         False when Placement failed: the host is then marked pending."""
         try:
-            self.sync.sync_host(hostname, providers, names, fresh)
+            self.sync.apply_tree(hostname, providers, names, fresh)
         except SYNC_ERRORS as e:
             LOG.warning('Placement could not be synced for host %s; it '
                         'will be by the periodic retry or on its next '
@@ -116,7 +117,7 @@ class PlacementService:
         providers = placement_sync.wanted_providers(
             db_devices.host_providers(context, hostname),
             reserve_all=self._host_down(context, hostname))
-        if not self.sync_host(context, hostname, providers):
+        if not self.sync_or_mark_pending(context, hostname, providers):
             return False
         db_hosts.set_sync_pending(context, hostname, False)
         if before is not None:

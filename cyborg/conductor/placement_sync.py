@@ -7,7 +7,7 @@ name)``; its inventory is ``{rc: {total: n, max_unit: n}}`` and its
 traits are the values of the deployable's attributes whose key starts
 with ``trait``, plus ``OWNER_CYBORG``.
 
-``sync_host`` makes the host's subtree match the wanted providers as a
+``apply_tree`` makes the host's subtree match the wanted providers as a
 whole, so it is idempotent: after Placement was unreachable the next call
 catches up, including deletions whose database rows are already gone.
 cyborg's providers are recognised by their uuid, derived from their name
@@ -175,7 +175,7 @@ class PlacementSync:
     def client(self):
         return self.service.client
 
-    def sync_host(self, hostname, providers, names=None, fresh=False):
+    def apply_tree(self, hostname, providers, names=None, fresh=False):
         """Make the providers under the compute node of ``hostname`` (the
         first of ``names`` that exists, by default its
         ``compute_node_names``) be exactly ``providers``. Raises

@@ -377,9 +377,9 @@ class Reporting:
     def _sync(self, context, hostname, pending, report_hash):
         """Placement after the report's commit, then its acceptance."""
         notify_device_events(context, pending.events)
-        if not self.placement.sync_host(context, hostname, pending.providers,
-                                        pending.compute_nodes,
-                                        pending.fresh):
+        if not self.placement.sync_or_mark_pending(
+                context, hostname, pending.providers, pending.compute_nodes,
+                pending.fresh):
             now = db_hosts.get_report_states(context, [hostname]).get(
                 hostname)
             if now is not None and now.generation != pending.generation:
@@ -415,7 +415,8 @@ class Reporting:
             before = db_hosts.get_report_state(context, hostname)
             providers = placement_sync.wanted_providers(
                 db_devices.host_providers(context, hostname))
-            if not self.placement.sync_host(context, hostname, providers):
+            if not self.placement.sync_or_mark_pending(context, hostname,
+                                                       providers):
                 return
             if db_hosts.mark_synced(context, before.host_id,
                                       before.generation):

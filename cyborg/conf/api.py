@@ -41,17 +41,50 @@ opts = [
         'max_request_header_count', default=100, min=10,
         help='Most header lines in one request; more is answered 400.'),
     cfg.FloatOpt(
+        'idle_timeout', default=5.0, min=0.1,
+        help='Seconds the standalone API server keeps a connection that '
+             'has sent no byte of a request: a new one, or a kept-alive '
+             'one between requests. It is then closed without an answer. '
+             'Keep it shorter than header_timeout: idle connections cost '
+             'less time than requests on their way.'),
+    cfg.FloatOpt(
         'header_timeout', default=10.0, min=0.1,
         help='Seconds a client has, from the first byte of a request, to '
              'send its request line and headers; a slower one is answered '
              '408 and disconnected. Incomplete headers are gathered '
-             'without holding a request thread. Also bounds the time '
-             'spent discarding a body the API did not read.'),
+             'without holding a request thread.'),
+    cfg.FloatOpt(
+        'body_timeout', default=30.0, min=0.1,
+        help='Seconds a client has, from the end of its request headers, '
+             'to send the whole body; a slower one is answered 408 and '
+             'disconnected. A body of at most [oslo_middleware] '
+             'max_request_body_size bytes is gathered without holding a '
+             'request thread; one the API reads itself (a larger one, or '
+             'one sent after "100 Continue") or one discarded after the '
+             'answer gets the same time in all.'),
     cfg.IntOpt(
         'max_connections', default=400, min=1,
         help='Most client connections one API worker process holds open '
              'at once (idle keep-alive connections included); one more '
              'is answered 503 and closed.'),
+    cfg.IntOpt(
+        'max_connections_per_client', default=100, min=0,
+        help='Most of max_connections that one client address holds at '
+             'once in one cyborg-api worker process (an IPv6 client '
+             'counts by its /64); one more from it is answered 503 and '
+             'closed. 0: no such limit, as behind a proxy that connects '
+             'from one address (limit each client at the proxy then). '
+             'The all-in-one, whose own conductor is among its clients, '
+             'has no such limit.'),
+    cfg.IntOpt(
+        'connection_reserve', default=100, min=0,
+        help='The last connections of max_connections, kept for client '
+             'addresses that hold none: once a cyborg-api worker process '
+             'holds max_connections minus this many, a client that holds '
+             'one or more is answered 503, so that a flood from a few '
+             'addresses leaves every other client a connection. 0 behind '
+             'a proxy that connects from one address. Not in the '
+             'all-in-one.'),
     cfg.IntOpt(
         'max_discarded_body_size', default=16 * 1024 * 1024, min=0,
         help='Largest request body, in bytes, that the standalone API '
@@ -59,7 +92,8 @@ opts = [
              'reading it (413 for a body over [oslo_middleware] '
              'max_request_body_size, for one), so that a client that '
              'sends its whole body before reading the answer can read '
-             'it. A larger unread body closes the connection at once.'),
+             'it; it must arrive within body_timeout. A larger unread '
+             'body closes the connection at once.'),
     cfg.ListOpt(
         'service_token_roles', default=['service'],
         help='Roles of a service token (X-Service-Token, as Nova sends '

@@ -69,10 +69,14 @@ def set_api_defaults():
     the agent and the conductor do not load keystonemiddleware."""
     from keystonemiddleware import auth_token  # noqa: F401 (registers)
     from oslo_middleware import cors
+    from oslo_middleware.healthcheck import opts as healthcheck_opts
     # A service token must carry a service role to count as one (the
     # gate on binding and unbinding accelerator requests relies on it).
     cfg.CONF.set_default('service_token_roles_required', True,
                      group='keystone_authtoken')
+    # /healthcheck checks the database and the broker (cyborg.api.health).
+    cfg.set_defaults(healthcheck_opts.HEALTHCHECK_OPTS,
+                     backends=['cyborg_database', 'cyborg_broker'])
     cors.set_defaults(
         allow_headers=['X-Auth-Token', 'X-Openstack-Request-Id',
                        'X-Identity-Status', 'X-Roles', 'X-Service-Catalog',

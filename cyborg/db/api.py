@@ -132,6 +132,17 @@ class _Writer:
 
 writer = _Writer()
 
+
+@contextlib.contextmanager
+def core_transaction():
+    """A Core connection in a transaction of its own on the writer's
+    engine, raising as writers do: for one statement on the path of every
+    message, where an ORM session and enginefacade's context cost more
+    than the statement."""
+    with _database_answers(), _writers_turn():
+        with get_engine().begin() as connection:
+            yield connection
+
 _CONFIGURED = []
 
 

@@ -70,6 +70,12 @@ def get_by_uuid(context, uuid):
 
 
 @db_api.reader
+def id_of(context, uuid):
+    """The integer id of deployable ``uuid``; DeployableNotFound."""
+    return _get_row(context, uuid).id
+
+
+@db_api.reader
 def get_program_target(context, uuid):
     """The ProgramTarget of deployable ``uuid``: with its device's host
     and type and the device's control path ids as

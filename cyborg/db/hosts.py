@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from cyborg.common import exception
 from cyborg.db import api as db_api
 from cyborg.db import models
+from cyborg.objects import host as host_obj
 
 
 def _host_query(context):
@@ -45,11 +46,16 @@ def _check_provider_name(context, hostname, resource_provider_name):
 @db_api.retry_on_deadlock
 @db_api.writer
 def record_hello(context, hostname, endpoint, version, drivers,
-                 resource_provider_name=None):
+                 resource_provider_name=None, agent_id=None, live_for=None):
     """Create or refresh a host and replace its driver list.
 
     ``resource_provider_name`` is the name of the host's compute node
     provider in Placement as its agent gave it (None: the hostname).
+    ``agent_id`` is who the agent is (AgentHello 1.3; None: it does not
+    say): AgentConflict, and nothing written, when another agent holds
+    the host and is alive (see ``_check_holder``); ``live_for`` is how
+    many seconds after its last heartbeat a host's agent is taken for
+    alive.
     Returns ``(host, drivers, was_down)``: the host row and its driver
     rows (by name) as written, which are what ``get_by_hostname`` would
     read back, and whether a known host came back after being marked
@@ -58,6 +64,8 @@ def record_hello(context, hostname, endpoint, version, drivers,
     _check_provider_name(context, hostname, resource_provider_name)
     now = _now(context)
     host = _host_query(context).filter_by(hostname=hostname).first()
+    if host is not None:
+        _check_holder(host, agent_id, now, live_for)
     was_down = host is not None and host.status == 'down'
     if host is None:
         # Every column the caller reads is set: nothing to load later.
@@ -69,9 +77,27 @@ def record_hello(context, hostname, endpoint, version, drivers,
         host.updated_at = now
     host.update({'status': 'up', 'endpoint': endpoint, 'version': version,
                  'resource_provider_name': resource_provider_name,
-                 'last_seen_at': now})
+                 'agent_id': agent_id, 'last_seen_at': now})
     context.session.flush()
     return host, _replace_drivers(context, host, drivers), was_down
+
+
+def _check_holder(host, agent_id, now, live_for):
+    """AgentConflict if ``host`` is held by another agent than
+    ``agent_id`` that is alive: the host is up and was heard within
+    ``live_for`` seconds. An agent in the holder's seat (its machine and
+    state file, which one agent at a time holds) is the holder restarted,
+    and takes the host over at once; any other takes it once the holder
+    has been silent that long (it died, or moved)."""
+    holder = host.agent_id
+    if not (agent_id and holder and live_for) or holder == agent_id:
+        return
+    seconds = (now - host.last_seen_at).total_seconds()
+    if (host.status != 'up' or seconds > live_for
+            or host_obj.seat_of(holder) == host_obj.seat_of(agent_id)):
+        return
+    raise exception.AgentConflict(host=host.hostname, holder=holder,
+                                  agent=agent_id, seconds=max(seconds, 0))
 
 
 _DRIVER_COLUMNS = ('device_type', 'version', 'status', 'error')

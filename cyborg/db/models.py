@@ -64,6 +64,9 @@ class Host(Base):
     # report that differs is not applied until the operator accepts it.
     adopted = sa.Column(sa.Boolean, nullable=False, default=False,
                         server_default=sa.false())
+    # Who the agent that holds the host is (AgentHello.agent_id); NULL:
+    # an agent that does not say (older than AgentHello 1.3).
+    agent_id = sa.Column(sa.String(255))
 
 
 class HostDriver(Base):

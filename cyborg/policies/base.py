@@ -10,7 +10,7 @@ from oslo_policy import policy
 
 _DEPRECATED_REASON = ('Cyborg API policies now tell project members, '
                       'readers, managers and services apart.')
-_DEPRECATED_SINCE = '2026.2'
+DEPRECATED_SINCE = '2026.2'
 _LEGACY_OWNER = 'rule:admin_or_owner'
 
 
@@ -19,7 +19,7 @@ def _legacy(name):
     not enforced."""
     return policy.DeprecatedRule(name=name, check_str=_LEGACY_OWNER,
                                  deprecated_reason=_DEPRECATED_REASON,
-                                 deprecated_since=_DEPRECATED_SINCE)
+                                 deprecated_since=DEPRECATED_SINCE)
 
 
 def _rule(name, check_str, description, legacy=False):
@@ -60,26 +60,5 @@ RULES = [
                     'Only the deprecated alternatives above use it.',
         deprecated_for_removal=True,
         deprecated_reason=_DEPRECATED_REASON,
-        deprecated_since=_DEPRECATED_SINCE),
+        deprecated_since=DEPRECATED_SINCE),
 ]
-
-
-def api_rule(name, check_str, description, operations,
-             deprecated_check=None, deprecated_reason=None):
-    """The project-scoped rule of one API action: ``operations`` are
-    ``(method, path)`` pairs; with ``deprecated_check``, the check that
-    passed before this default (and why it changed)."""
-    deprecated = None
-    if deprecated_check:
-        deprecated = policy.DeprecatedRule(
-            name=name, check_str=deprecated_check,
-            deprecated_reason=deprecated_reason,
-            deprecated_since=_DEPRECATED_SINCE)
-    return policy.DocumentedRuleDefault(
-        name=name, check_str=check_str, description=description,
-        operations=[{'method': m, 'path': p} for m, p in operations],
-        scope_types=['project'], deprecated_rule=deprecated)
-
-
-def list_rules():
-    return RULES

@@ -4,6 +4,12 @@ The hosting server owns the command line, so configuration comes only from
 files: ``$CYBORG_CONFIG_FILE`` if set, else ``/etc/cyborg/cyborg.conf`` if
 it exists. Under uwsgi, load the app in each worker (``lazy-apps = true``)
 so that every worker gets its own messaging connections.
+
+Loading checks what ``cyborg-api`` checks at start (the configuration,
+the authentication, the database and its schema): a failure is one line
+on stderr and ``SystemExit(2)``, so the process that loads the module
+exits rather than serve every request with a 500 (under uwsgi also set
+``need-app = true``).
 """
 
 import os
@@ -21,6 +27,7 @@ CONF = cyborg_conf.CONF
 CONFIG_FILE_ENV = 'CYBORG_CONFIG_FILE'
 DEFAULT_CONFIG_FILE = '/etc/cyborg/cyborg.conf'
 LOG = logging.getLogger(__name__)
+PROG = 'cyborg-wsgi-api'
 
 
 def config_files():
@@ -33,10 +40,11 @@ def config_files():
 
 def init_application():
     """Parse config, set up logging and messaging, build the app."""
-    service.prepare_service(['cyborg-wsgi-api'],
+    service.prepare_service([PROG],
                             default_config_files=config_files())
     CONF.log_opt_values(LOG, logging.DEBUG)
     db_api.configure(CONF)
+    api_app.check_can_serve(CONF, PROG)
     rpc.init(CONF, identity=keys.API)
     return api_app.setup_app(CONF)
 

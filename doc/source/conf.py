@@ -1,5 +1,11 @@
 """Sphinx configuration of cyborg's documentation (tox -e docs)."""
 
+import os
+import sys
+
+# Our own extensions.
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), '_ext'))
+
 project = 'cyborg'
 copyright = 'cyborg developers'
 author = 'cyborg developers'
@@ -11,6 +17,9 @@ extensions = [
     # Policy defaults, read from the code: ".. show-policy::" in
     # configuration/policy.rst.
     'oslo_policy.sphinxext',
+    # Route -> method -> rule, read from cyborg/policies: ".. policy-routes::"
+    # in configuration/policy-routes.rst.
+    'policy_routes',
 ]
 
 source_suffix = {'.rst': 'restructuredtext'}

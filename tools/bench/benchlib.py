@@ -6,8 +6,11 @@ database: SQLite in the state directory, or a new database on the MariaDB
 or PostgreSQL server of ``db_url`` (created here, dropped at the end).
 ``seed`` makes hosts report fake FPGA cards through the conductor's real
 RPC path, as agents do. ``FakeNova`` is the Nova a benchmark's conductor
-sends its external events to. ``tree_cpu_seconds`` and ``tree_memory``
-measure a daemon's whole process tree from ``/proc``.
+sends its external events to. ``CountedConductor`` is a
+cyborg-conductor process that counts its database statements and the
+messages it sends. The rest is what several scripts share: loading a
+sibling script, writing a daemon's configuration, waiting for a
+condition, timing this process's garbage collections.
 """
 
 import collections
@@ -17,6 +20,7 @@ import logging
 import math
 import os
 import random
+import re
 import socket
 import subprocess
 import sys
@@ -43,6 +47,9 @@ from cyborg.db import api as db_api
 from cyborg.db import migration
 from cyborg.objects import driver_device as dd
 from cyborg.objects import host as host_obj
+# This directory's, which every script that imports this module has on
+# its path.
+import proclib
 
 CONF = cyborg_conf.CONF
 DEVICES_PER_HOST = 8
@@ -376,3 +383,170 @@ class Stack:
         db_api.get_engine().dispose()
         for cleanup in reversed(self.cleanups):
             cleanup()
+
+
+# -- what several scripts need --------------------------------------------
+
+def load_script(name):
+    """A script of this directory (no .py suffix) as a module."""
+    import importlib.machinery
+    import importlib.util
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
+    loader = importlib.machinery.SourceFileLoader('bench_' + name, path)
+    spec = importlib.util.spec_from_loader(loader.name, loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def write_config(path, sections):
+    """``sections`` ({section: {option: value}}) as an ini file at
+    ``path``; returns ``path``."""
+    with open(path, 'w') as f:
+        for section, options in sections.items():
+            f.write('[%s]\n' % section)
+            f.writelines('%s = %s\n' % item for item in options.items())
+    return path
+
+
+def wait_until(predicate, timeout, interval=0.5):
+    """Whether ``predicate()`` came true within ``timeout`` seconds,
+    asked every ``interval``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return False
+
+
+class GCPauses:
+    """A ``gc.callbacks`` entry: how many collections, and the longest,
+    in milliseconds."""
+
+    def __init__(self):
+        self.count = 0
+        self.longest = 0.0
+        self._began = None
+
+    def __call__(self, phase, _info):
+        if phase == 'start':
+            self._began = time.perf_counter()
+        elif self._began is not None:
+            self.count += 1
+            self.longest = max(self.longest,
+                               (time.perf_counter() - self._began) * 1000)
+
+    def summary(self):
+        return {'collections': self.count,
+                'longest_ms': round(self.longest, 1)}
+
+
+# -- a cyborg-conductor process that counts -------------------------------
+
+_TABLE = re.compile(r'\b(?:INTO|UPDATE|FROM)\s+[`"]?(\w+)', re.IGNORECASE)
+_WRITES = ('INSERT', 'UPDATE', 'DELETE')
+
+
+def statement_kind(text):
+    """``VERB table`` of an SQL statement (its first table), for the
+    statements-by-kind breakdown."""
+    words = text.split(None, 1)
+    verb = words[0].upper() if words else '?'
+    table = _TABLE.search(text)
+    return '%s %s' % (verb, table.group(1) if table else '-')
+
+
+def count_statements(counts, lock):
+    """Count every statement this process's engines run into ``counts``
+    (``statements``, ``writes`` and ``by_kind``), under ``lock``."""
+    def statement(_conn, _cursor, text, _params, _context, _many):
+        kind = statement_kind(text)
+        with lock:
+            counts['statements'] += 1
+            counts['by_kind'][kind] = counts['by_kind'].get(kind, 0) + 1
+            if text.lstrip()[:6].upper() in _WRITES:
+                counts['writes'] += 1
+    sa.event.listen(sa.engine.Engine, 'before_cursor_execute', statement)
+
+
+def serve_counted_conductor(counts_file, argv):
+    """cyborg-conductor with ``argv``, its database statements and the
+    messages it sends counted into ``counts_file`` each second; the file
+    says ``ready`` once its RPC server runs. What the process of a
+    :class:`CountedConductor` runs."""
+    from cyborg.cmd import conductor
+    from cyborg.sim import processes as sim_processes
+    counts = {'statements': 0, 'writes': 0, 'messages': 0, 'calls': 0,
+              'casts': 0, 'ready': False, 'by_kind': {}}
+    lock = threading.Lock()
+    count_statements(counts, lock)
+    sim_processes.count_messages(counts, lock)
+    start = cyborg_service.RPCService.start
+
+    def started(self):
+        start(self)
+        with lock:
+            counts['ready'] = True
+    cyborg_service.RPCService.start = started
+
+    def write():
+        while True:
+            with lock:
+                text = json.dumps(counts)
+            with open(counts_file + '.new', 'w') as f:
+                f.write(text)
+            os.replace(counts_file + '.new', counts_file)
+            time.sleep(1)
+    threading.Thread(target=write, daemon=True).start()
+    sys.argv = ['cyborg-conductor'] + argv
+    return conductor.main()
+
+
+class CountedConductor:
+    """A cyborg-conductor process of ``config``, started as ``script
+    --serve-conductor COUNTS_FILE --config-file CONFIG`` (a script that
+    hands those arguments to :func:`serve_counted_conductor`), its log in
+    ``state_dir``."""
+
+    def __init__(self, script, state_dir, name, config):
+        self.name = name
+        self.counts_file = os.path.join(state_dir,
+                                        'conductor-%s-counts.json' % name)
+        self.log = open(os.path.join(state_dir, '%s.log' % name), 'w')
+        self.process = subprocess.Popen(
+            [sys.executable, script, '--serve-conductor', self.counts_file,
+             '--config-file', config],
+            stdout=self.log, stderr=subprocess.STDOUT)
+
+    def counts(self):
+        # Written each second: what it said a second ago at most.
+        time.sleep(1.1)
+        try:
+            with open(self.counts_file) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return {}
+
+    def cpu(self):
+        return proclib.tree_cpu_seconds(self.process.pid)
+
+    def rss_mib(self):
+        return round(proclib.tree_memory(self.process.pid)[0], 1)
+
+    def wait_ready(self, timeout=300):
+        deadline = time.monotonic() + timeout
+        while not self.counts().get('ready'):
+            if self.process.poll() is not None or time.monotonic() > deadline:
+                with open(self.log.name) as f:
+                    sys.stderr.write(f.read()[-3000:])
+                raise SystemExit('conductor %s did not start' % self.name)
+
+    def stop(self):
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.log.close()

@@ -125,6 +125,18 @@ def sched_seconds(pid):
     return run / 1e9, wait / 1e9, slices
 
 
+def sched_of(pids):
+    """:func:`sched_seconds` of each of ``pids``; (0.0, 0.0, 0) for one
+    that is gone."""
+    seconds = []
+    for pid in pids:
+        try:
+            seconds.append(sched_seconds(pid))
+        except (OSError, ValueError, IndexError):
+            seconds.append((0.0, 0.0, 0))
+    return seconds
+
+
 def trees_cpu_seconds(pids):
     """``tree_cpu_seconds`` of several processes, summed."""
     stats = _all_stats()

@@ -36,6 +36,7 @@ import tempfile
 
 from oslo_log import log as logging
 
+from cyborg.accelerator.common import hostfiles
 from cyborg.accelerator.common import passthrough
 from cyborg.accelerator.common import sysfs
 
@@ -189,16 +190,12 @@ def _mountinfo(text):
     agent reads: ids, device number, root, mount point, the first option
     (rw/ro), type and source."""
     lines = []
-    for line in text.splitlines():
-        fields = line.split()
-        if '-' not in fields[6:]:
+    for mount in hostfiles.mounts(text):
+        if (mount.device.startswith('0:')
+                and not mount.source.startswith('/dev/')):
             continue
-        tail = fields[fields.index('-', 6) + 1:][:2]
-        if fields[2].startswith('0:') and not (
-                len(tail) > 1 and tail[1].startswith('/dev/')):
-            continue
-        lines.append(' '.join(fields[:5] + [fields[5].split(',')[0], '-'] +
-                              tail))
+        lines.append(' '.join(mount.fields[:5] + [mount.access, '-'] + [
+            field for field in (mount.fstype, mount.source) if field]))
     return ''.join(line + '\n' for line in lines)
 
 
@@ -216,14 +213,6 @@ def _names_only(text, column, header=False):
     return ''.join(line + '\n' for line in out)
 
 
-def _read(path):
-    try:
-        with open(path, encoding='utf-8', errors='replace') as f:
-            return f.read(MAX_FILE * 16)
-    except OSError:
-        return None
-
-
 def _proc(proc):
     rec = Recorder(proc)
     texts = {'self/mountinfo': _mountinfo, 'swaps': lambda t: t,
@@ -231,7 +220,7 @@ def _proc(proc):
              'net/route': functools.partial(_names_only, column=0,
                                             header=True)}
     for name, keep in texts.items():
-        text = _read(os.path.join(proc, name))
+        text = hostfiles.read_text(os.path.join(proc, name), MAX_FILE * 16)
         if text is not None:
             rec.file(os.path.join(proc, name), keep(text))
     for info in glob.glob(os.path.join(proc, 'driver', 'nvidia', 'gpus', '*',
@@ -248,7 +237,10 @@ def _proc(proc):
 
 
 def capture(root):
-    """The capture (a dict) of the host whose sysfs is ``root``."""
+    """The capture (a dict) of the host whose sysfs is ``root``; OSError
+    when its PCI devices cannot be listed (no sysfs there, or no
+    permission), rather than a capture of no device."""
+    os.listdir(os.path.join(root, sysfs.PCI_DEVICES))
     reader = sysfs.PciReader(root)
     rec = Recorder(root)
     rec.directory(os.path.join(root, sysfs.PCI_DEVICES))
@@ -259,17 +251,28 @@ def capture(root):
             'kernel': platform.release() if root == '/sys' else None,
             'dirs': sorted(rec.dirs), 'files': rec.files,
             'links': rec.links,
-            'proc': _proc(passthrough.proc_root(root))}
+            'proc': _proc(hostfiles.proc_root(root))}
+
+
+def functions(document):
+    """How many PCI functions a capture holds."""
+    prefix = sysfs.PCI_DEVICES + os.sep
+    return sum(1 for path in document.get('links') or {}
+               if path.startswith(prefix) and os.sep not in path[len(prefix):])
 
 
 def write(path, root):
-    """Write the capture of ``root`` to ``path`` (``-``: stdout)."""
-    text = json.dumps(capture(root), indent=1, sort_keys=True) + '\n'
+    """Write the capture of ``root`` to ``path`` (``-``: stdout); returns
+    how many PCI functions it holds. Nothing is written when reading
+    fails."""
+    document = capture(root)
+    text = json.dumps(document, indent=1, sort_keys=True) + '\n'
     if path == '-':
         print(text, end='')
-        return
-    with open(path, 'w') as f:
-        f.write(text)
+    else:
+        with open(path, 'w') as f:
+            f.write(text)
+    return functions(document)
 
 
 def _inside(top, relative):

@@ -25,6 +25,7 @@ import fnmatch
 import glob
 import os
 
+from cyborg.accelerator.common import hostfiles
 from cyborg.accelerator.common import pci
 
 #: Kernel drivers that leave a group member to VFIO: nothing of the host
@@ -48,19 +49,10 @@ IOMMU_ACTION = ('enable VT-d (Intel) or AMD-Vi (AMD) in the firmware and '
 Refusal = collections.namedtuple('Refusal', ['reason', 'action'])
 
 
-def proc_root(sysfs_root):
-    """The directory standing for ``/proc``: ``proc`` beside the sysfs
-    root."""
-    return os.path.join(os.path.dirname(os.path.normpath(sysfs_root)),
-                        'proc')
-
-
 def _read(path):
-    try:
-        with open(path, encoding='utf-8', errors='replace') as f:
-            return f.read()
-    except OSError:
-        return ''
+    """The text of ``path``; '' when it cannot be read (the host uses
+    nothing a missing file would tell)."""
+    return hostfiles.read_text(path) or ''
 
 
 class HostUse:
@@ -70,15 +62,10 @@ class HostUse:
         #: mount source (``/dev/sda1``) or device number (``8:1``) ->
         #: mount point.
         self.mounted_sources = {}
-        for line in _read(os.path.join(proc, 'self', 'mountinfo')).split(
-                '\n'):
-            fields = line.split()
-            if '-' not in fields[6:]:
-                continue
-            source = fields[fields.index('-', 6) + 2:][:1]
-            self.mounted_sources.setdefault(
-                source[0] if source else '', fields[4])
-            self.mounted_sources.setdefault(fields[2], fields[4])
+        for mount in hostfiles.mounts(_read(os.path.join(
+                proc, 'self', 'mountinfo'))):
+            self.mounted_sources.setdefault(mount.source, mount.mount_point)
+            self.mounted_sources.setdefault(mount.device, mount.mount_point)
         self.swaps = {line.split()[0] for line in _read(
             os.path.join(proc, 'swaps')).split('\n')[1:] if line.split()}
         self.addressed = set()
@@ -191,7 +178,7 @@ class Checker:
     @property
     def host(self):
         if self._host is None:
-            self._host = HostUse(proc_root(self.reader.root))
+            self._host = HostUse(hostfiles.proc_root(self.reader.root))
         return self._host
 
     def group_members(self, group):

@@ -15,12 +15,13 @@ Names follow pciutils' rules: a known vendor and device give
 unknown vendor ``Device <vendor id>:<device id>``.
 """
 
-import gzip
 import os
 import re
 import threading
 
 from oslo_log import log as logging
+
+from cyborg.accelerator.common import hostfiles
 
 LOG = logging.getLogger(__name__)
 
@@ -116,12 +117,6 @@ class Database:
         return '%s %s' % (vendor, own)
 
 
-def _read(path):
-    opener = gzip.open if path.endswith('.gz') else open
-    with opener(path, 'rt', encoding='utf-8', errors='replace') as f:
-        return f.read()
-
-
 def find(configured=None):
     """The path of the database to read: ``configured`` (which must
     exist), else the first of :data:`SEARCH_PATHS` there is; None when
@@ -145,11 +140,13 @@ def load(path):
         if path not in _LOADED:
             text = ''
             if path is not None:
-                try:
-                    text = _read(path)
-                except (OSError, EOFError, ValueError) as e:
+                problems = []
+                text = hostfiles.read_text(path, problems=problems)
+                if text is None:
                     LOG.warning('Cannot read the PCI ID database %s: %s; '
-                                'devices are named by their ids', path, e)
+                                'devices are named by their ids', path,
+                                problems[0])
+                    text = ''
             _LOADED[path] = Database(text)
         return _LOADED[path]
 

@@ -21,7 +21,7 @@ import glob
 import json
 import os
 
-from cyborg.accelerator.common import passthrough
+from cyborg.accelerator.common import hostfiles
 
 NVIDIA = '10de'
 INTEL = '8086'
@@ -64,7 +64,7 @@ def _nvidia(proc, function):
 def nvidia_model(reader, function):
     """The model the ``nvidia`` driver shows for ``function`` (None: it
     shows none, or does not drive it)."""
-    return _nvidia(passthrough.proc_root(reader.root), function).get(
+    return _nvidia(hostfiles.proc_root(reader.root), function).get(
         'model')
 
 
@@ -116,7 +116,7 @@ def board_info(reader, function, names=None):
             info['subsystem_name'] = names.subsystem_name(
                 function.vendor, function.product, subvendor, subdevice)
     if function.vendor == NVIDIA:
-        info.update(_nvidia(passthrough.proc_root(reader.root), function))
+        info.update(_nvidia(hostfiles.proc_root(reader.root), function))
     elif function.vendor == INTEL:
         info.update(_files(reader, function, INTEL_FILES))
     return info

@@ -9,7 +9,11 @@ clients can discover the API before they authenticate.
 
 import re
 
+from keystoneauth1 import exceptions as ks_exceptions
+from keystoneauth1 import loading as ks_loading
 from keystonemiddleware import auth_token
+
+from cyborg.common import config_check
 
 # Paths answered without a token (PATH_INFO, below any mount prefix).
 PUBLIC_PATH = re.compile(r'^/?(v[12]/?|healthcheck)?(\.json)?$')
@@ -96,6 +100,55 @@ class NoAuthMiddleware:
         known = bool(environ.get('HTTP_X_USER_ID'))
         environ['HTTP_X_IDENTITY_STATUS'] = 'Confirmed' if known else 'Invalid'
         return self.app(environ, start_response)
+
+
+AUTHTOKEN_GROUP = 'keystone_authtoken'
+
+
+def check_config(conf):
+    """Raise ``config_check.ConfigError`` unless the authentication that
+    ``[DEFAULT] auth_strategy`` names can be set up from ``conf``.
+
+    With ``keystone``, keystonemiddleware validates every token with the
+    auth plugin of ``[keystone_authtoken] auth_type`` (or of the group
+    its ``auth_section`` names): with none it cannot validate any, and
+    every request but the public ones fails. So that option must be set
+    (in a file, the environment or on the command line; the other
+    options of the group are the plugin's own and optional ones), and the
+    plugin must load from what is set, exactly as keystonemiddleware
+    loads it (the plugin exists, its required options are set). Nothing
+    is sent to Keystone here.
+    """
+    if conf.auth_strategy != 'keystone':
+        return
+    ks_loading.register_auth_conf_options(conf, AUTHTOKEN_GROUP)
+    group = conf[AUTHTOKEN_GROUP].auth_section or AUTHTOKEN_GROUP
+    if group != AUTHTOKEN_GROUP:
+        ks_loading.register_auth_conf_options(conf, group)
+    plugin = conf[group].auth_type
+    if not plugin:
+        raise config_check.ConfigError(
+            '[DEFAULT] auth_strategy is keystone but [%s] sets no auth_type '
+            '(is the section missing or misspelled?): add [%s] with '
+            'auth_type = password, auth_url, username, password, '
+            'project_name and their domains (see the installation guide), '
+            'or set auth_strategy = noauth for a cloud without Keystone'
+            % (group, group))
+    if plugin not in config_check.auth_plugin_names():
+        raise config_check.ConfigError(
+            '[%s] auth_type = %s: keystoneauth has no such plugin '
+            '(password, v3password, token... are)' % (group, plugin))
+    try:
+        loader = ks_loading.get_plugin_loader(plugin)
+        conf.register_opts(ks_loading.get_auth_plugin_conf_options(loader),
+                           group=group)
+        loader.load_from_options_getter(
+            lambda opt: conf[group][opt.dest])
+    except ks_exceptions.MissingRequiredOptions as e:
+        raise config_check.ConfigError(
+            '[%s] auth_type = %s needs %s, which [%s] does not set'
+            % (group, plugin, ', '.join(o.dest for o in e.options), group)
+        ) from None
 
 
 def setup(app, conf):

@@ -3,10 +3,13 @@
 from cyborg.api.schemas import common
 
 # ``openstack accelerator device attribute create`` sends the id as a
-# string; openstacksdk wraps the fields under "attribute".
+# string; openstacksdk wraps the fields under "attribute". The deployable
+# may also be named by its uuid, which users see (its integer id they
+# see only in attribute listings).
 ATTRIBUTE = common.strict_object({
     'deployable_id': {'anyOf': [
-        common.ID, common.string(10, pattern='^[1-9][0-9]*$')]},
+        common.ID, common.string(10, pattern='^[1-9][0-9]*$'),
+        common.UUID]},
     'key': common.NAME,
     'value': common.TEXT,
 }, required=('deployable_id', 'key', 'value'))

@@ -70,6 +70,10 @@ class AllInOneTest(testtools.TestCase):
         root = daemons.wait_for_http(self.base + '/').json()
         self.assertEqual(microversion.VERSIONS[-1][0],
                          root['default_version']['max_version'])
+        # Its health: its database, and messages that stay in the process.
+        health = requests.get(self.base + '/healthcheck', timeout=30)
+        self.assertEqual((200, 'database: OK\nbroker: OK (in-process '
+                          'messaging)'), (health.status_code, health.text))
         # Its own agent said hello to its own conductor.
         wait_for(lambda: self.hosts().get('aio-test-host') == 'up')
         # Without Nova the all-in-one made the compute node provider
@@ -146,8 +150,14 @@ class AllInOneTest(testtools.TestCase):
             self, 'aio', ['--port', str(self.port), '--state-dir',
                           os.path.join(self.tmp, 'other')],
             os.path.join(self.tmp, 'other.log'))
-        self.assertEqual(1, other.process.wait(60))
-        self.assertIn('Address already in use', other.output())
+        self.assertEqual(2, other.process.wait(60))
+        # One line that names the address (after the log of its checks).
+        output = other.output()
+        self.assertEqual(
+            'cyborg-aio: error: cannot listen on 127.0.0.1:%d: Address '
+            'already in use (another process listens on it; see [api] '
+            'host_ip and port)' % self.port, output.strip().splitlines()[-1])
+        self.assertNotIn('Traceback', output)
         self.assertTrue(blocker.running())
 
     def test_second_instance_on_one_state_dir_is_refused(self):

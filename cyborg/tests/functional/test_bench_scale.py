@@ -34,7 +34,7 @@ class FiguresTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.scale = load_scale()
-        self.api = self.scale.load_script('api')
+        self.api = self.scale.benchlib.load_script('api')
 
     def test_simulator_processes(self):
         def args(value):

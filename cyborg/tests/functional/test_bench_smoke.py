@@ -130,6 +130,31 @@ class UpstreamStormTest(testtools.TestCase):
         self.assertIn('venv-cyborg', result.stderr)
 
 
+class UpstreamReferenceTest(testtools.TestCase):
+    """Each mode that reads the upstream reference's directory, without
+    one: one line saying how to get it, exit status 2, before anything
+    of ours starts."""
+
+    def test_each_mode_without_the_reference(self):
+        missing = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                               'no-ref')
+        for command in (['idle', '--upstream'],
+                        ['scale', '--upstream', '--hosts', '1'],
+                        ['report_storm', '--target-upstream']):
+            result = subprocess.run(
+                [sys.executable, os.path.join(BENCH, command[0])]
+                + command[1:] + ['--ref-dir', missing],
+                capture_output=True, text=True, timeout=120,
+                stdin=subprocess.DEVNULL)
+            self.assertEqual(2, result.returncode,
+                             result.stdout + result.stderr)
+            lines = result.stderr.strip().splitlines()
+            self.assertEqual(1, len(lines), result.stderr)
+            self.assertIn(missing, lines[0])
+            self.assertIn('ref-up.sh', lines[0])
+            self.assertIn('--ref-dir', lines[0])
+
+
 # -- the scripts and their documentation ---------------------------------
 
 def documented_commands(text):

@@ -21,6 +21,7 @@ import fixtures
 import oslo_messaging as messaging
 from oslo_messaging._drivers import impl_rabbit
 
+from cyborg.api import health
 from cyborg.common import heartbeats
 from cyborg.common import keys
 from cyborg.common import rpc
@@ -156,6 +157,10 @@ class BrokerTLSTest(OverTLS, test_daemons._Daemons, base.TestCase):
         self.assertTrue(consumer.consuming.wait(20))
         wait_for(lambda: self.host in heard, timeout=20, interval=0.2)
         consumer.stop()
+        # The API's /healthcheck reaches the broker the same way.
+        available, reason, details = health.BrokerCheck(self.conf,
+                                                        {}).probe()
+        self.assertEqual((True, 'broker: OK'), (available, reason), details)
         seen = self.last_seen()
         wait_for(lambda: self.last_seen() > seen, timeout=20, interval=0.5)
         self.assertNotIn('sending the heartbeat by RPC', agent.output())
@@ -173,6 +178,11 @@ class BrokerTLSTest(OverTLS, test_daemons._Daemons, base.TestCase):
         consumer, heard = self.channel(self.wrong_ca.path)
         wait_for(lambda: UNVERIFIED in log.output, timeout=20, interval=0.2)
         self.assertFalse(consumer.consuming.is_set())
+        available, reason, details = health.BrokerCheck(self.conf,
+                                                        {}).probe()
+        self.assertEqual((False, 'broker: unreachable'),
+                         (available, reason))
+        self.assertIn(UNVERIFIED, details)
         # ... nor does the agent: it is not registered, and says why.
         wait_for(lambda: UNVERIFIED in stranger.output(), timeout=20,
                  interval=0.5)

@@ -118,3 +118,23 @@ class CommandLineTest(testtools.TestCase):
         status, out, err = run('status', '--config-file', path, 'upgrade',
                                'check')
         self.assertIn('heartbeat_intervall', ' '.join(out.split()))
+
+    def test_a_misspelled_group_stops_every_daemon(self):
+        path = self.config('[agent]\nheartbeat_interval = 3\n'
+                           '[oslo_messaging_rabit]\nssl = true\n')
+        for name in ('agent', 'dbsync'):
+            self.assertConfigError(
+                run(name, '--config-file', path, *(
+                    ['version'] if name == 'dbsync' else [])),
+                'cyborg-%s: error: %s: [oslo_messaging_rabit] is not a group '
+                'cyborg knows: did you mean [oslo_messaging_rabbit]? Its '
+                'options are not read until it is renamed' % (name, path))
+
+    def test_another_services_group_is_a_warning_naming_its_file(self):
+        path = self.config('[database]\nconnection = sqlite:///%s/c.sqlite\n'
+                           '[libvirt]\nvirt_type = kvm\n' % self.tmp)
+        status, out, err = run('dbsync', '--config-file', path, 'version')
+        self.assertEqual((0, 'None'), (status, out.splitlines()[-1]), err)
+        self.assertIn('they are ignored: [libvirt] in %s (a group cyborg '
+                      'does not know; the nearest it knows is [' % path,
+                      out + err)

@@ -105,6 +105,31 @@ class _LivenessTests(_Daemons):
         self.assertIn('cmp-1', conductor.output())
 
 
+    def test_a_second_agent_for_a_live_host_is_refused(self):
+        """Two agents with one [DEFAULT] host (each with its own
+        configuration and state file): the second is told, says so in
+        one line and exits 1; the first keeps the host."""
+        conductor = self.start('conductor', 'ctl-1')
+        first = self.start('agent', 'cmp-1')
+        wait_for(lambda: self.status('cmp-1') == 'up', timeout=30)
+        config = self.config('agent-cmp-1-again.conf', 'cmp-1', agent={
+            'state_file': os.path.join(self.tmp, 'other-state.json')})
+        second = daemons.Daemon(self, 'agent', ['--config-file', config],
+                                os.path.join(self.tmp, 'agent-again.log'))
+        self.assertEqual(1, second.process.wait(60), second.output())
+        refused = [line for line in second.output().splitlines()
+                   if 'ERROR' in line]
+        self.assertEqual(1, len(refused), second.output())
+        self.assertIn('The conductor refused this agent: Host cmp-1 is '
+                      'held by agent', refused[0])
+        warned = [line for line in conductor.output().splitlines()
+                  if 'Refused the hello of a second agent' in line]
+        self.assertEqual(1, len(warned), conductor.output())
+        self.assertIn(os.path.join(self.tmp, 'other-state.json'), warned[0])
+        self.assertTrue(first.running())
+        self.assertEqual('up', self.status('cmp-1'))
+
+
 class DaemonsMySQLTest(_LivenessTests, base.TestCase):
     backend = 'mysql'
 

@@ -266,6 +266,14 @@ class _Commands:
         held = self.get(path)
         self.assertEqual(('owner', 'team-a', listed[0]['deployable_id']),
                          (held['key'], held['value'], held['deployable_id']))
+        # Or by the deployable's uuid, which "deployable list" shows.
+        [deployable] = self.osc('admin', 'deployable list')
+        by_uuid = self.osc('admin', 'device attribute create',
+                           deployable['uuid'], 'team', 'b')
+        self.assertEqual(listed[0]['deployable_id'], self.get(
+            '/v2/attributes/' + by_uuid['uuid'])['deployable_id'])
+        self.osc('admin', 'device attribute delete', by_uuid['uuid'],
+                 json_output=False)
         self.assertEqual('team-a', self.osc(
             'admin', 'device attribute show', made['uuid'])['value'])
         self.osc('admin', 'device attribute delete', made['uuid'],

@@ -350,7 +350,7 @@ class _ReportingTests:
         old = [get_test_device(self.hostname, num=2)]
         new = [get_test_device(self.hostname, num=5)]
         ours = reporting.Reporting(self.conf)
-        sync_host = ours.placement.sync.sync_host
+        sync_host = ours.placement.sync.apply_tree
         calls = []
 
         def racing_then_down(*args):
@@ -367,7 +367,7 @@ class _ReportingTests:
                 method='GET', url='/resource_providers', status=503,
                 detail='down')
 
-        ours.placement.sync.sync_host = racing_then_down
+        ours.placement.sync.apply_tree = racing_then_down
         self.assertIsNone(ours.report(self.ctx, self.hostname, old,
                                       agent_reporter.report_hash(old)))
         self.assertEqual(2, len(calls))
@@ -392,7 +392,7 @@ class _ReportingTests:
         devices = [get_test_device(self.hostname)]
         digest = agent_reporter.report_hash(devices)
         ours = reporting.Reporting(self.conf)
-        sync_host = ours.placement.sync.sync_host
+        sync_host = ours.placement.sync.apply_tree
         calls, started, go = [], threading.Event(), threading.Event()
 
         def slow_first(*args):
@@ -402,7 +402,7 @@ class _ReportingTests:
                 self.assertTrue(go.wait(30))
             sync_host(*args)
 
-        ours.placement.sync.sync_host = slow_first
+        ours.placement.sync.apply_tree = slow_first
         answers = {}
         first = threading.Thread(target=lambda: answers.update(
             first=ours.report(self.ctx, self.hostname, devices, digest)))
@@ -430,7 +430,7 @@ class _ReportingTests:
         old = [get_test_device(self.hostname, num=2)]
         new = [get_test_device(self.hostname, num=5)]
         ours = reporting.Reporting(self.conf)
-        sync_host = ours.placement.sync.sync_host
+        sync_host = ours.placement.sync.apply_tree
         started, go = threading.Event(), threading.Event()
 
         def slow_first(*args):
@@ -439,7 +439,7 @@ class _ReportingTests:
                 self.assertTrue(go.wait(30))
             sync_host(*args)
 
-        ours.placement.sync.sync_host = slow_first
+        ours.placement.sync.apply_tree = slow_first
         answers = {}
         first = threading.Thread(target=lambda: answers.update(
             old=ours.report(self.ctx, self.hostname, old,
@@ -472,8 +472,8 @@ class _ReportingTests:
         new = [get_test_device(self.hostname, num=5)]
         ours, theirs = (reporting.Reporting(self.conf),
                         reporting.Reporting(self.conf))
-        our_sync = ours.placement.sync.sync_host
-        their_sync = theirs.placement.sync.sync_host
+        our_sync = ours.placement.sync.apply_tree
+        their_sync = theirs.placement.sync.apply_tree
         synced, go = threading.Event(), threading.Event()
         answers = {}
 
@@ -482,13 +482,13 @@ class _ReportingTests:
             synced.set()
             self.assertTrue(go.wait(30))
 
-        theirs.placement.sync.sync_host = their_sync_waits
+        theirs.placement.sync.apply_tree = their_sync_waits
         newer = threading.Thread(target=lambda: answers.update(
             new=theirs.report(self.ctx, self.hostname, new,
                               agent_reporter.report_hash(new))))
 
         def ours_lands_last_then_fails(*args):
-            ours.placement.sync.sync_host = our_sync
+            ours.placement.sync.apply_tree = our_sync
             newer.start()
             self.assertTrue(synced.wait(30))
             our_sync(*args)
@@ -496,7 +496,7 @@ class _ReportingTests:
                 method='PUT', url='/resource_providers/u/traits',
                 status=404, detail='deleted by another writer')
 
-        ours.placement.sync.sync_host = ours_lands_last_then_fails
+        ours.placement.sync.apply_tree = ours_lands_last_then_fails
         sync_failed = ours.placement.sync_failed
 
         def failed_then_theirs_recorded(context, hostname):
@@ -679,7 +679,7 @@ class _ReportingTests:
         # finds it there, and the whole tree is synced instead.
         old = [get_test_device(self.hostname, function=f) for f in range(2)]
         names = [self.hostname]
-        placement_service.PlacementService(self.conf).sync.sync_host(
+        placement_service.PlacementService(self.conf).sync.apply_tree(
             self.hostname, placement_sync.wanted_providers(
                 (_Row('%s_dev%d' % (self.hostname, f), 16),
                  {'rc': 'FPGA', 'trait0': 'CUSTOM_FAKE_DEVICE'}, 0)

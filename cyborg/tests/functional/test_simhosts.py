@@ -1,5 +1,5 @@
 """The simulator of ``tools/bench/scale`` itself
-(:mod:`cyborg.tests.functional.simhosts`): what its checks keep, and its
+(:mod:`cyborg.sim`): what its checks keep, and its
 hosts played by several processes on a real conductor."""
 
 import collections
@@ -13,9 +13,10 @@ import oslo_messaging as messaging
 from cyborg.agent import reporter
 from cyborg.common import keys
 from cyborg.common import rpc
+from cyborg.sim import hosts as simhosts
+from cyborg.sim import processes as sim_processes
 from cyborg.tests import base
 from cyborg.tests.functional import placement_fixture
-from cyborg.tests.functional import simhosts
 from cyborg.tests.functional import test_daemons
 from cyborg.tests.functional.test_hello import wait_for
 
@@ -217,7 +218,7 @@ class SimHostProcessesTest(test_daemons._Daemons, base.TestCase):
         self.start('conductor', 'ctl-1')
         for hostname in self.hostnames:
             self.placement.create_compute_node(hostname)
-        sim = simhosts.SimHostProcesses(
+        sim = sim_processes.SimHostProcesses(
             self.conf, self.hostnames, self.key_dir, self.tmp, processes=2,
             heartbeat_interval=1, rescan_interval=2, change_interval=0,
             threads=4, nice=3, idle=True)

@@ -1,5 +1,5 @@
 """Two cyborg-conductor processes carry the steady state of 50 simulated
-compute hosts (:mod:`cyborg.tests.functional.simhosts`: the real agent
+compute hosts (:mod:`cyborg.sim`: the real agent
 report protocol, each host signing with its own key) on RabbitMQ, MariaDB
 and the real Placement: hellos, heartbeats, rescans and a trickle of
 changes; a host that dies is marked down, and when a conductor dies the
@@ -18,11 +18,11 @@ from cyborg.common import rpc
 from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
+from cyborg.sim import hosts as simhosts
 from cyborg.tests import base
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import daemons
 from cyborg.tests.functional import placement_fixture
-from cyborg.tests.functional import simhosts
 from cyborg.tests.functional import test_daemons
 from cyborg.tests.functional.test_hello import wait_for
 from cyborg.tests import services

@@ -166,9 +166,9 @@ class StopWhileWaitingTest(_StopPromptly, base.TestCase):
             self, 'aio', ['--port', str(aio_port), '--state-dir',
                           os.path.join(self.tmp, 'aio')],
             os.path.join(self.tmp, 'aio.log'))
-        self.wait_for_log(conductor, 'SQL connection failed')
-        daemons.wait_for_http('http://127.0.0.1:%d/' % api_port,
-                              timeout=START_WAIT, daemon=api)
+        # Both check the database before they serve.
+        for daemon in (conductor, api):
+            self.wait_for_log(daemon, 'SQL connection failed')
         daemons.wait_for_http('http://127.0.0.1:%d/v2' % aio_port,
                               timeout=START_WAIT, daemon=aio)
         self.assertStopsPromptly('conductor, database refuses', conductor)

@@ -18,7 +18,7 @@ DOTTED = re.compile(r'^cyborg(\.\w+)+$')
 # A shorter path, as a table cell gives it: ``db/models.py``.
 RELATIVE = re.compile(r'^[\w.-]+/[\w./-]+$')
 # Where a shorter path may start: the top, or a package it names.
-BASES = ('', 'cyborg', 'cyborg/api', 'cyborg/db')
+BASES = ('', 'cyborg', 'cyborg/api', 'cyborg/db', 'cyborg/accelerator/drivers')
 
 
 def _entry_point_groups():

@@ -89,17 +89,83 @@ class ConfigCheckTest(base.TestCase):
         config_check.check(self.conf)
 
     def test_misspelled_options_and_unknown_groups_are_named(self):
-        self.parse('[DEFAULT]\nhots = a\n'
-                   '[agent]\nheartbeat_intervall = 3\nheartbeat_interval = 3\n'
-                   '[bogus]\nx = 1\n')
+        path = self.parse('[DEFAULT]\nhots = a\n'
+                          '[agent]\nheartbeat_intervall = 3\n'
+                          'heartbeat_interval = 3\n[bogus]\nx = 1\n')
         found = config_check.unknown_options(self.conf)
-        # Any group may be a NIC type's ([<nic_type>]): [bogus] is named by
-        # its options.
+        # Any group may be a NIC type's ([<nic_type>]), but [bogus] sets
+        # none of a NIC type's options: it is unknown as a whole.
         self.assertEqual([('DEFAULT', 'hots'),
-                          ('agent', 'heartbeat_intervall'), ('bogus', 'x')],
-                         found)
-        self.assertEqual('[DEFAULT] hots, [agent] heartbeat_intervall, '
-                         '[bogus] x', config_check.describe_unknown(found))
+                          ('agent', 'heartbeat_intervall'), ('bogus', None)],
+                         sorted(found))
+        described = config_check.describe_unknown(sorted(found))
+        self.assertEqual(
+            '[DEFAULT] hots in %(path)s (did you mean host?), [agent] '
+            'heartbeat_intervall in %(path)s (did you mean '
+            'heartbeat_interval?), [bogus] in %(path)s (a group cyborg does '
+            'not know; the nearest it knows is [%(nearest)s])' % {
+                'path': path, 'nearest': sorted(found)[2].nearest},
+            described)
+        self.assertNotIn('\n', described)
+
+    def test_a_nic_type_group_is_named_by_its_unknown_options(self):
+        self.parse('[x710_static]\nphysical_device_mappings = p:eth2\n'
+                   'function_device_mapping = GTPv1:eth2\n')
+        self.assertEqual([('x710_static', 'function_device_mapping')],
+                         config_check.unknown_options(self.conf))
+        config_check.check(self.conf)
+
+    def test_a_near_miss_of_a_known_group_is_refused(self):
+        path = self.parse('[databse]\nconnection = mysql+pymysql://c@db/c\n'
+                          '[keystone-authtoken]\nauth_type = password\n')
+        error = self.assertRaises(config_check.ConfigError,
+                                  config_check.check, self.conf)
+        self.assertEqual(
+            '%s: [databse] is not a group cyborg knows: did you mean '
+            '[database]? Its options are not read until it is renamed (and '
+            '1 more)' % path, str(error))
+
+    def test_a_group_in_another_case_is_read_as_oslo_config_reads_it(self):
+        # oslo.config reads [Database] as [database].
+        self.parse('[Database]\nconnection = sqlite://\n')
+        self.assertEqual([], config_check.unknown_options(self.conf))
+        config_check.check(self.conf)
+
+    def test_a_group_near_no_known_one_is_only_named(self):
+        # Another service's group, in a file shared with it: a warning.
+        path = self.parse('[libvirt]\nvirt_type = kvm\n')
+        config_check.check(self.conf)
+        [entry] = config_check.unknown_options(self.conf)
+        self.assertEqual(('libvirt', None, path),
+                         (entry[0], entry[1], entry.file))
+        self.assertIsNotNone(entry.nearest)
+
+    def test_near_misses(self):
+        groups = ['DEFAULT', 'api', 'aio', 'database', 'pci', 'nova',
+                  'keystone_authtoken', 'oslo_messaging_rabbit',
+                  'oslo_messaging_kafka', 'vgpu_<type>', 'security']
+        for name, meant in (('databse', 'database'), ('datbase', 'database'),
+                            ('keystone_authtokn', 'keystone_authtoken'),
+                            ('keystoneauthtoken', 'keystone_authtoken'),
+                            ('Keystone-Authtoken', 'keystone_authtoken'),
+                            ('oslo_messaging_rabit', 'oslo_messaging_rabbit'),
+                            ('secuirty', 'security'), ('default', 'DEFAULT'),
+                            # Short names are names of their own.
+                            ('apis', None), ('nova_', 'nova'), ('rdp', None),
+                            ('vnc', None), ('sql', None),
+                            # Other services' groups.
+                            ('api_database', None), ('neutron', None),
+                            ('oslo_messaging_amqp', None),
+                            ('placement_database', None), ('vgpu_t', None)):
+            self.assertEqual(meant, config_check.near_miss(name, groups),
+                             name)
+
+    def test_edit_distance_counts_a_swap_as_one(self):
+        self.assertEqual(
+            [0, 1, 1, 1, 1, 3],
+            [config_check.edit_distance(a, b) for a, b in (
+                ('agent', 'agent'), ('agnet', 'agent'), ('agen', 'agent'),
+                ('agents', 'agent'), ('agant', 'agent'), ('', 'api'))])
 
     def test_a_group_no_namespace_knows_is_named_whole(self):
         self.parse('[bogus]\nx = 1\n')

@@ -75,3 +75,17 @@ class SamplesTest(testtools.TestCase):
             self.generate('oslopolicy-sample-generator',
                           'cyborg-policy-generator.conf'),
             'tox -e genpolicy')
+
+
+class DevstackPluginTest(testtools.TestCase):
+    """An operator who copies the plugin's ``enable_plugin`` line gets
+    this cyborg, not upstream's repository and its own plugin."""
+
+    UPSTREAM = 'opendev.org/openstack/cyborg'
+
+    def test_enable_plugin_names_this_project(self):
+        for name in ('README.rst', 'plugin.sh', 'settings'):
+            with open(os.path.join(TOP, 'devstack', name)) as f:
+                lines = [line for line in f if 'enable_plugin' in line]
+            for line in lines:
+                self.assertNotIn(self.UPSTREAM, line, name)

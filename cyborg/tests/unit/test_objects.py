@@ -11,7 +11,7 @@ from cyborg.tests import base as test_base
 # When a test below fails because you changed an object, bump its VERSION,
 # add a line to its version history and update the hash here.
 EXPECTED_FINGERPRINTS = {
-    'AgentHello': '1.2-f007a0533def3e8455ea0951d1a5b5b5',
+    'AgentHello': '1.3-aab8f19b7ee0d8ca9f9d687c0fd0b428',
     'ARQEventPayload': '1.0-2a653db8c24175810644285c644e353a',
     'DeviceEventPayload': '1.0-32d31cf92c3c35659867a89a285a4f58',
     'DriverAttachHandle': '1.0-901a3af18a826be07afeb34fa9a379cd',
@@ -85,6 +85,20 @@ class SerializationTest(test_base.TestCase):
                                                                 primitive)
         self.assertEqual('cmp-1', back.hostname)
         self.assertFalse(back.obj_attr_is_set('resource_provider_name'))
+
+    def test_hello_1_2_has_no_agent_id(self):
+        """What a conductor of the previous release takes."""
+        agent_id = 'node-a:/var/lib/cyborg/agent-state.json/42/0a1b2c3d4e5f'
+        primitive = self.hello(agent_id=agent_id).obj_to_primitive(
+            target_version='1.2')
+        self.assertNotIn('agent_id', primitive['cyborg_object.data'])
+        self.assertEqual('node-a:/var/lib/cyborg/agent-state.json',
+                         host.seat_of(agent_id))
+        first = host.new_agent_id('/var/lib/cyborg/agent-state.json')
+        again = host.new_agent_id('/var/lib/cyborg/agent-state.json')
+        self.assertNotEqual(first, again)
+        self.assertEqual(host.seat_of(first), host.seat_of(again))
+        self.assertLess(len(host.new_agent_id('/x' * 200)), 255)
 
     def test_host_1_0_has_no_report_seq(self):
         record = host.Host(hostname='cmp-1', status='up', report_generation=2,

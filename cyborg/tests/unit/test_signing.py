@@ -2,11 +2,14 @@
 rotation and the upgrade switch; and the conductor and an agent served on
 the in-process transport refusing what they must."""
 
+import contextlib
+import io
 import logging
 import json
 import os
 import re
 import time
+import types
 
 import fixtures
 import oslo_messaging as messaging
@@ -416,6 +419,16 @@ class OverTheBusTest(base.TestCase):
 
 class KeysCommandTest(base.TestCase):
 
+    def output(self, argv):
+        """(exit status, stdout lines) of ``cyborg-status argv``."""
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            try:
+                code = status.main(argv)
+            except SystemExit as e:
+                code = e.code
+        return code, out.getvalue().splitlines()
+
     def test_create_then_broker_commands(self):
         key_dir = os.path.join(self.useFixture(fixtures.TempDir()).path, 'k')
         out = self.useFixture(fixtures.StringStream('stdout'))
@@ -428,6 +441,62 @@ class KeysCommandTest(base.TestCase):
                                          '--key-dir', key_dir]))
         self.assertEqual(2, status.main(['keys', 'create', '--key-dir',
                                          key_dir]))
+
+    def test_help_lists_every_command(self):
+        code, lines = self.output(['--help'])
+        self.assertEqual(0, code)
+        text = ' '.join(' '.join(lines).split())
+        self.assertIn('{upgrade,keys}', text)
+        self.assertIn('"upgrade check"', text)
+        self.assertIn('"keys create", "keys rotate", "keys retire"', text)
+        self.assertIn('"keys broker"', text)
+
+    def test_config_file_before_or_after_keys_and_said(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        key_dir = os.path.join(tmp, 'k')
+        config = os.path.join(tmp, 'cyborg.conf')
+        with open(config, 'w') as f:
+            f.write('[security]\nkey_dir = %s\n' % key_dir)
+        said = 'key directory %s ([security] key_dir in %s)' % (key_dir,
+                                                                config)
+        self.assertEqual(
+            (0, [said, 'created %s/host.cmp-1.key' % key_dir]),
+            self.output(['keys', 'create', '--host', 'cmp-1',
+                         '--config-file', config]))
+        self.assertEqual(
+            (0, [said, 'created %s/api.key' % key_dir,
+                 'kept %s/host.cmp-1.key' % key_dir]),
+            self.output(['--config-file', config, 'keys', 'create',
+                         '--api', '--host', 'cmp-1']))
+        self.assertEqual(
+            (0, [said, 'rotated %s/api.key' % key_dir]),
+            self.output(['keys', 'rotate', '--config-file=%s' % config,
+                         '--api']))
+        self.assertEqual(
+            (0, [said, 'retired %s/api.key' % key_dir]),
+            self.output(['--config-dir', tmp, 'keys', 'retire', '--api']))
+        other = os.path.join(tmp, 'other')
+        self.assertEqual(
+            (0, ['key directory %s (--key-dir)' % other,
+                 'created %s/api.key' % other]),
+            self.output(['keys', 'create', '--api', '--config-file', config,
+                         '--key-dir', other]))
+
+    def test_the_default_key_dir_is_said_to_be_one(self):
+        args = types.SimpleNamespace(key_dir=None)
+        self.assertEqual(
+            ('/etc/cyborg/keys', 'the default [security] key_dir: no '
+             'configuration file was read; give --config-file'),
+            status.key_dir_origin(self.conf, args))
+        config = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                              'cyborg.conf')
+        with open(config, 'w') as f:
+            f.write('[DEFAULT]\n')
+        self.conf(['--config-file', config], project='cyborg')
+        self.assertEqual(
+            ('/etc/cyborg/keys', 'the default [security] key_dir: the '
+             'configuration read, %s, does not set it' % config),
+            status.key_dir_origin(self.conf, args))
 
     def test_a_host_user_reads_and_configures_only_its_own_names(self):
         configure, write, read, topic_write, topic_read = (

@@ -36,6 +36,7 @@ from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.db import accelerators as db_accelerators
 from cyborg.i18n import _
+from cyborg import policies
 
 SPEC_SEGMENTS = ('acc_specs', 'acc_spec')
 
@@ -134,7 +135,7 @@ def _expected_version(request, body, current):
 
 def _create(uuid=None):
     request = pecan.request
-    context = common.authorize('cyborg:accelerator:create')
+    context = common.authorize(policies.ACCELERATOR_CREATE)
     body = validation.body(request, schema.CREATE)
     if uuid is not None:
         common.check_uuid(uuid)
@@ -159,7 +160,7 @@ class SpecController:
     @index.when('PUT')
     def index_put(self):
         request = pecan.request
-        context = common.authorize('cyborg:accelerator:update')
+        context = common.authorize(policies.ACCELERATOR_UPDATE)
         body = validation.body(request, schema.SPEC)
         view = self.accelerator.load(context)
         specs = body['acc_specs']
@@ -207,7 +208,7 @@ class AcceleratorController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:accelerator:get_one')
+        context = common.authorize(policies.ACCELERATOR_GET_ONE)
         common.check_uuid(self.uuid)
         hardware = db_accelerators.get_hardware_for_api(context, self.uuid)
         if hardware is not None:
@@ -222,7 +223,7 @@ class AcceleratorController:
     def index_put(self):
         """Attach to an instance, a host, or the host it is on."""
         request = pecan.request
-        context = common.authorize('cyborg:accelerator:attach')
+        context = common.authorize(policies.ACCELERATOR_ATTACH)
         body = validation.body(request, schema.ATTACH)
         if 'instance_uuid' in body and 'host' in body:
             raise exception.InvalidParameterValue(
@@ -249,7 +250,7 @@ class AcceleratorController:
     @index.when('DELETE')
     def index_delete(self):
         """Detach."""
-        context = common.authorize('cyborg:accelerator:detach')
+        context = common.authorize(policies.ACCELERATOR_DETACH)
         self.load(context)
         pecan.request.conductor_api.accelerator_detach(context, self.uuid)
         pecan.response.status = 204
@@ -267,7 +268,7 @@ class AcceleratorsController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:accelerator:get_all')
+        context = common.authorize(policies.ACCELERATOR_GET_ALL)
         request = pecan.request
         return {'accelerators': [
             accelerator_view(request, view)

@@ -20,6 +20,7 @@ from cyborg.common import exception
 from cyborg.common import states
 from cyborg.db import accelerator_requests as db_arqs
 from cyborg.i18n import _
+from cyborg import policies
 
 BIND_FIELDS = ('hostname', 'device_rp_uuid', 'instance_uuid')
 PROJECT_FIELD = 'project_id'
@@ -152,7 +153,7 @@ class AcceleratorRequestController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:arq:get_one')
+        context = common.authorize(policies.ARQ_GET_ONE)
         common.check_uuid(self.uuid)
         return view(pecan.request, db_arqs.get(
             context, self.uuid, visible_project(context)))
@@ -161,14 +162,14 @@ class AcceleratorRequestController:
     def index_patch(self):
         """Binds or unbinds this ARQ, as the collection's PATCH does with
         a body naming only this ARQ (what openstacksdk sends)."""
-        context = common.authorize('cyborg:arq:update')
+        context = common.authorize(policies.ARQ_UPDATE)
         common.check_uuid(self.uuid)
         apply_patch(pecan.request, context, only=self.uuid)
 
     @index.when('DELETE')
     def index_delete(self):
         """``DELETE ?arqs=<this uuid>``."""
-        context = common.authorize('cyborg:arq:delete')
+        context = common.authorize(policies.ARQ_DELETE)
         delete_arqs(pecan.request, context, [common.check_uuid(self.uuid)])
 
 
@@ -180,7 +181,7 @@ class AcceleratorRequestsController:
     @index.when('GET')
     def index_get(self, **_ignored):
         request = pecan.request
-        context = common.authorize('cyborg:arq:get_all')
+        context = common.authorize(policies.ARQ_GET_ALL)
         query = validation.query(request, schema.LIST_QUERY)
         instance = query.get('instance')
         bind_state = query.get('bind_state')
@@ -200,7 +201,7 @@ class AcceleratorRequestsController:
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = common.authorize('cyborg:arq:create')
+        context = common.authorize(policies.ARQ_CREATE)
         name = validation.body(request, schema.CREATE)['device_profile_name']
         if not name:
             # As upstream: no profile has the empty name.
@@ -213,12 +214,12 @@ class AcceleratorRequestsController:
 
     @index.when('PATCH')
     def index_patch(self):
-        apply_patch(pecan.request, common.authorize('cyborg:arq:update'))
+        apply_patch(pecan.request, common.authorize(policies.ARQ_UPDATE))
 
     @index.when('DELETE')
     def index_delete(self, **_ignored):
         request = pecan.request
-        context = common.authorize('cyborg:arq:delete')
+        context = common.authorize(policies.ARQ_DELETE)
         query = validation.query(request, schema.DELETE_QUERY)
         uuids, instance = query.get('arqs'), query.get('instance')
         if (uuids is None) == (instance is None):

@@ -12,6 +12,7 @@ from cyborg.api.controllers.v2 import accelerator_requests
 from cyborg.api.schemas import attachments as schema
 from cyborg.api import validation
 from cyborg.db import accelerator_requests as db_arqs
+from cyborg import policies
 
 
 class AttachmentController:
@@ -23,7 +24,7 @@ class AttachmentController:
 
     @index.when('DELETE')
     def index_delete(self):
-        context = common.authorize('cyborg:attachment:delete')
+        context = common.authorize(policies.ATTACHMENT_DELETE)
         common.check_uuid(self.instance_uuid)
         pecan.request.conductor_api.attachment_delete(context,
                                                       self.instance_uuid)
@@ -39,7 +40,7 @@ class AttachmentsController:
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = common.authorize('cyborg:attachment:create')
+        context = common.authorize(policies.ATTACHMENT_CREATE)
         body = validation.body(request, schema.CREATE)
         uuids = request.conductor_api.attachment_create(
             context, body['instance_uuid'], body['device_profile_name'],

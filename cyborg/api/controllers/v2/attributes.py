@@ -1,7 +1,10 @@
 """``/v2/attributes``: list, show, create and delete attributes of
 deployables. Writes go through the conductor, which refuses an unknown
-deployable (404) and a key the deployable has already (409)."""
+deployable (404) and a key the deployable has already (409). A new
+attribute names its deployable by integer id, as upstream's API does, or
+by uuid, the deployable's id everywhere else."""
 
+from oslo_utils import uuidutils
 import pecan
 
 from cyborg.api.controllers import common
@@ -12,7 +15,9 @@ from cyborg.api.schemas import common as schema_common
 from cyborg.api import validation
 from cyborg.common import exception
 from cyborg.db import attributes as db_attributes
+from cyborg.db import deployables as db_deployables
 from cyborg.i18n import _
+from cyborg import policies
 
 
 def attribute_view(request, row):
@@ -28,12 +33,16 @@ def attribute_view(request, row):
     }
 
 
-def new_attribute(body):
+def new_attribute(context, body):
     """(deployable_id, key, value) of a create body valid against
     ``schemas.attributes.CREATE``: the attribute's fields, or them under
-    ``"attribute"``, the deployable id an integer or its string."""
+    ``"attribute"``; the deployable named by its integer id, that id's
+    string, or its uuid (DeployableNotFound when there is none)."""
     attribute = body.get('attribute', body)
-    deployable_id = int(attribute['deployable_id'])
+    deployable_id = attribute['deployable_id']
+    if uuidutils.is_uuid_like(deployable_id):
+        deployable_id = db_deployables.id_of(context, deployable_id)
+    deployable_id = int(deployable_id)
     if deployable_id > schema_common.INT_MAX:
         raise exception.InvalidParameterValue(
             err=_('deployable_id must be at most %d.')
@@ -51,14 +60,14 @@ class AttributeController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:attribute:get_one')
+        context = common.authorize(policies.ATTRIBUTE_GET_ONE)
         common.check_uuid(self.uuid)
         return attribute_view(pecan.request,
                               db_attributes.get_by_uuid(context, self.uuid))
 
     @index.when('DELETE')
     def index_delete(self):
-        context = common.authorize('cyborg:attribute:delete')
+        context = common.authorize(policies.ATTRIBUTE_DELETE)
         common.check_uuid(self.uuid)
         pecan.request.conductor_api.attribute_delete(context, self.uuid)
         pecan.response.status = 204
@@ -72,7 +81,7 @@ class AttributesController:
     @index.when('GET')
     def index_get(self):
         request = pecan.request
-        context = common.authorize('cyborg:attribute:get_all')
+        context = common.authorize(policies.ATTRIBUTE_GET_ALL)
         query = validation.query(request, schema.LIST_QUERY)
         page = pagination.page_from(request, db_attributes.SORT_KEYS)
         rows = db_attributes.get_all(
@@ -85,9 +94,10 @@ class AttributesController:
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = common.authorize('cyborg:attribute:create')
+        context = common.authorize(policies.ATTRIBUTE_CREATE)
         uuid = request.conductor_api.attribute_create(
-            context, *new_attribute(validation.body(request, schema.CREATE)))
+            context, *new_attribute(context,
+                                    validation.body(request, schema.CREATE)))
         pecan.response.status = 201
         return attribute_view(request,
                               db_attributes.get_by_uuid(context, uuid))

@@ -19,6 +19,7 @@ from cyborg.common import exception
 from cyborg.db import deployables as db_deployables
 from cyborg.db import pagination as db_pagination
 from cyborg.i18n import _
+from cyborg import policies
 
 PROGRAM_PATH = '/program'
 
@@ -112,7 +113,7 @@ class DeployableController:
 
     @index.when('GET')
     def index_get(self):
-        common.authorize('cyborg:deployable:get_one')
+        common.authorize(policies.DEPLOYABLE_GET_ONE)
         common.check_uuid(self.uuid)
         return self._show()
 
@@ -123,7 +124,7 @@ class DeployableController:
         """``again``: openstacksdk (so ``openstack accelerator deployable
         program``) sends ``.../{uuid}/program/{uuid}``; that is taken,
         with the same uuid only."""
-        context = common.authorize('cyborg:deployable:program')
+        context = common.authorize(policies.DEPLOYABLE_PROGRAM)
         if again is not None and again != self.uuid:
             pecan.abort(404)
         common.check_uuid(self.uuid)
@@ -142,7 +143,7 @@ class DeployablesController:
     @index.when('GET')
     def index_get(self):
         request = pecan.request
-        context = common.authorize('cyborg:deployable:get_all')
+        context = common.authorize(policies.DEPLOYABLE_GET_ALL)
         filters = legacy_filters(validation.query(request,
                                                   schema.LIST_QUERY))
         page = page_with_filters(request, filters, db_deployables.SORT_KEYS)

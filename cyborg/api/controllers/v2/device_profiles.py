@@ -20,6 +20,7 @@ from cyborg.common import exception
 from cyborg.common import profile_groups
 from cyborg.db import device_profiles as db_device_profiles
 from cyborg.i18n import _
+from cyborg import policies
 
 FIELDS = ('name', 'groups', 'description', 'uuid')
 NAME_LOOKUP_VERSION = '2.2'
@@ -57,7 +58,7 @@ class DeviceProfileController:
     @index.when('GET')
     def index_get(self):
         request = pecan.request
-        context = common.authorize('cyborg:device_profile:get_one')
+        context = common.authorize(policies.DEVICE_PROFILE_GET_ONE)
         by_name = microversion.is_supported(request, NAME_LOOKUP_VERSION)
         if not by_name and not uuidutils.is_uuid_like(self.ident):
             raise exception.InvalidAPIVersion(
@@ -68,7 +69,7 @@ class DeviceProfileController:
 
     @index.when('DELETE')
     def index_delete(self):
-        context = common.authorize('cyborg:device_profile:delete')
+        context = common.authorize(policies.DEVICE_PROFILE_DELETE)
         names = validation.path_value('value', self.ident,
                                       schema.DELETE_QUERY)
         pecan.request.conductor_api.device_profile_delete(context, names)
@@ -83,7 +84,7 @@ class DeviceProfilesController:
     @index.when('GET')
     def index_get(self, **_ignored):
         request = pecan.request
-        context = common.authorize('cyborg:device_profile:get_all')
+        context = common.authorize(policies.DEVICE_PROFILE_GET_ALL)
         names = validation.query(request, schema.LIST_QUERY).get('name')
         page = pagination.page_from(request, db_device_profiles.SORT_KEYS)
         rows = db_device_profiles.get_all(context, names=names, page=page)
@@ -94,7 +95,7 @@ class DeviceProfilesController:
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = common.authorize('cyborg:device_profile:create')
+        context = common.authorize(policies.DEVICE_PROFILE_CREATE)
         values = validated(validation.body(request, schema.CREATE))
         uuid = request.conductor_api.device_profile_create(context, values)
         row = db_device_profiles.get(context, uuid, by_name=False)
@@ -105,7 +106,7 @@ class DeviceProfilesController:
     @index.when('DELETE')
     def index_delete(self, **_ignored):
         request = pecan.request
-        context = common.authorize('cyborg:device_profile:delete')
+        context = common.authorize(policies.DEVICE_PROFILE_DELETE)
         names = validation.query(request, schema.DELETE_QUERY)['value']
         request.conductor_api.device_profile_delete(context, names)
         pecan.response.status = 204

@@ -16,6 +16,7 @@ from cyborg.api import pagination
 from cyborg.api.schemas import devices as schema
 from cyborg.api import validation
 from cyborg.db import devices as db_devices
+from cyborg import policies
 
 STATUS_VERSION = '2.3'
 QUERY_FILTERS = ('type', 'vendor', 'hostname')
@@ -49,8 +50,8 @@ class DeviceController:
     def __init__(self, uuid):
         self.uuid = uuid
 
-    def _set_status(self, action, status):
-        context = common.authorize('cyborg:device:%s' % action)
+    def _set_status(self, rule, status):
+        context = common.authorize(rule)
         common.check_uuid(self.uuid)
         db_devices.get_for_api(context, self.uuid)
         pecan.request.conductor_api.device_set_status(context, self.uuid,
@@ -63,7 +64,7 @@ class DeviceController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:device:get_one')
+        context = common.authorize(policies.DEVICE_GET_ONE)
         common.check_uuid(self.uuid)
         return device_view(pecan.request,
                            db_devices.get_for_api(context, self.uuid))
@@ -72,13 +73,13 @@ class DeviceController:
 
     @enable.when('POST')
     def enable_post(self):
-        return self._set_status('enable', ENABLED)
+        return self._set_status(policies.DEVICE_ENABLE, ENABLED)
 
     disable = common.methods()
 
     @disable.when('POST')
     def disable_post(self):
-        return self._set_status('disable', MAINTAINING)
+        return self._set_status(policies.DEVICE_DISABLE, MAINTAINING)
 
 
 class DevicesController:
@@ -89,7 +90,7 @@ class DevicesController:
     @index.when('GET')
     def index_get(self):
         request = pecan.request
-        context = common.authorize('cyborg:device:get_all')
+        context = common.authorize(policies.DEVICE_GET_ALL)
         query = validation.query(request, schema.LIST_QUERY)
         legacy = deployables.legacy_filters(query)
         page = deployables.page_with_filters(request, legacy,

@@ -8,6 +8,7 @@ from cyborg.api.controllers import common
 from cyborg.api.controllers.v2 import _ops
 from cyborg.api.schemas import discovery as schema
 from cyborg.api import validation
+from cyborg import policies
 
 
 class DiscoveryController:
@@ -19,7 +20,7 @@ class DiscoveryController:
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = common.authorize('cyborg:discovery:create')
+        context = common.authorize(policies.DISCOVERY_CREATE)
         body = validation.body(request, schema.CREATE)
         return {'hosts': request.conductor_api.discover_hosts(
             context, body.get('host'), body.get('timeout'))}

@@ -13,6 +13,7 @@ from cyborg.api.controllers.v2 import _ops
 from cyborg.api.schemas import drivers as schema
 from cyborg.api import validation
 from cyborg.db import hosts as db_hosts
+from cyborg import policies
 
 
 def _rows(context, hostname=None):
@@ -34,7 +35,7 @@ class DriverController:
     @index.when('PATCH')
     def index_patch(self):
         request = pecan.request
-        context = common.authorize('cyborg:driver:update')
+        context = common.authorize(policies.DRIVER_UPDATE)
         body = validation.body(request, schema.UPDATE)
         return {'drivers': request.conductor_api.driver_update(
             context, self.name, body.get('host'))}
@@ -42,7 +43,7 @@ class DriverController:
     @index.when('DELETE')
     def index_delete(self):
         request = pecan.request
-        context = common.authorize('cyborg:driver:uninstall')
+        context = common.authorize(policies.DRIVER_UNINSTALL)
         host = validation.query(request, schema.HOST_QUERY).get('host')
         request.conductor_api.driver_uninstall(context, self.name,
                                                host or None)
@@ -57,14 +58,14 @@ class DriversController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:driver:get_all')
+        context = common.authorize(policies.DRIVER_GET_ALL)
         host = validation.query(pecan.request, schema.HOST_QUERY).get('host')
         return {'drivers': _rows(context, host or None)}
 
     @index.when('POST')
     def index_post(self):
         request = pecan.request
-        context = common.authorize('cyborg:driver:install')
+        context = common.authorize(policies.DRIVER_INSTALL)
         body = validation.body(request, schema.INSTALL)
         return {'drivers': request.conductor_api.driver_install(
             context, body['name'], body.get('host'))}

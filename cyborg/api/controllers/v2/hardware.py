@@ -10,6 +10,7 @@ from cyborg.api.controllers import common
 from cyborg.api.schemas import hardware as schema
 from cyborg.api import validation
 from cyborg.db import hardware as db_hardware
+from cyborg import policies
 
 VERSION = '2.6'
 
@@ -22,7 +23,7 @@ class HardwareController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:hardware:get_all')
+        context = common.authorize(policies.HARDWARE_GET_ALL)
         query = validation.query(pecan.request, schema.LIST_QUERY)
         offered = query.get('offered')
         return {'hardware': db_hardware.get_all(

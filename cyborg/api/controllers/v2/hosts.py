@@ -7,6 +7,7 @@ from cyborg.api.controllers import common
 from cyborg.api.controllers import link
 from cyborg.api.controllers.v2 import _ops
 from cyborg.db import hosts as db_hosts
+from cyborg import policies
 
 
 def driver_view(row):
@@ -34,7 +35,7 @@ class HostController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:host:get_one')
+        context = common.authorize(policies.HOST_GET_ONE)
         return host_view(pecan.request,
                          *db_hosts.get_by_hostname(context, self.hostname))
 
@@ -47,7 +48,7 @@ class HostsController:
 
     @index.when('GET')
     def index_get(self):
-        context = common.authorize('cyborg:host:get_all')
+        context = common.authorize(policies.HOST_GET_ALL)
         return {'hosts': [host_view(pecan.request, host, drivers)
                           for host, drivers in db_hosts.get_all(context)]}
 

@@ -19,6 +19,7 @@ from cyborg.api.controllers.v2 import _ops
 from cyborg.api.schemas import services as schema
 from cyborg.api import validation
 from cyborg.db import deployables as db_deployables
+from cyborg import policies
 
 _TRAIT_SERVICES = {'CUSTOM_QAT_CRYPTO': 'crypto',
                    'CUSTOM_QAT_COMPRESSION': 'compression'}
@@ -68,7 +69,7 @@ class ServicesController:
     @index.when('GET')
     def index_get(self):
         request = pecan.request
-        context = common.authorize('cyborg:service:get_all')
+        context = common.authorize(policies.SERVICE_GET_ALL)
         query = validation.query(request, schema.LIST_QUERY)
         rows, attributes = db_deployables.services(
             context, query.get('host') or None,

@@ -80,6 +80,19 @@ class AttributesTest(test_deployables.Inventory, base.APIResourceTestCase):
         self.assertEqual(201, response.status_int, response.body)
         self.assertEqual(self.fpga.id, response.json['deployable_id'])
 
+    def test_deployable_named_by_its_uuid(self):
+        """The id users see on a deployable (``openstack accelerator
+        deployable list``) names it too; the answer has its integer
+        id."""
+        response = self.post('/v2/attributes', {'attribute': {
+            'deployable_id': self.fpga.uuid, 'key': 'k', 'value': 'v'}})
+        self.assertEqual(201, response.status_int, response.body)
+        self.assertEqual(self.fpga.id, response.json['deployable_id'])
+        missing = str(uuid.uuid4())
+        self.assert_error(self.post('/v2/attributes', {
+            'deployable_id': missing, 'key': 'k', 'value': 'v'}), 404,
+            missing)
+
     def test_body_wrapped_as_openstacksdk_sends_it(self):
         """openstacksdk sends ``{"attribute": {...}}``; upstream fails it
         with a 500."""

@@ -15,6 +15,7 @@ from oslo_serialization import jsonutils
 from cyborg.api import app as api_app
 from cyborg.api import server
 from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import daemons
 
 BIN_DIR = os.path.dirname(sys.executable)
@@ -89,11 +90,49 @@ class WSGIServerTest(base.TestCase):
             taken.bind(('127.0.0.1', 0))
             taken.listen()
             port = taken.getsockname()[1]
-            self.assertRaises(OSError, server.check_bindable, '127.0.0.1',
-                              port)
-            wsgi_server = server.WSGIServer(lambda e, s: [], '127.0.0.1',
-                                            port, 1)
-            self.assertRaises(OSError, wsgi_server.start)
+            for start in (
+                    lambda: server.listen('127.0.0.1', port),
+                    server.WSGIServer(lambda e, s: [], '127.0.0.1', port,
+                                      1).start):
+                error = self.assertRaises(server.CannotListen, start)
+                self.assertEqual(
+                    'cannot listen on 127.0.0.1:%d: Address already in use '
+                    '(another process listens on it; see [api] host_ip and '
+                    'port)' % port, str(error))
+        self.assertEqual('[::1]:80', server.address('::1', 80))
+
+    def test_servers_that_ask_share_a_port(self):
+        """The benchmarks' Placement workers: each its own socket on one
+        port, with SO_REUSEPORT, which nothing else gets."""
+        first = server.WSGIServer(echo_app, '127.0.0.1', daemons.free_port(),
+                                  1, reuse_port=True)
+        first.start()
+        self.addCleanup(first.stop)
+        second = server.WSGIServer(echo_app, '127.0.0.1', first.port, 1,
+                                   reuse_port=True)
+        second.start()
+        self.addCleanup(second.stop)
+        self.assertEqual(2, listening_sockets(first.port))
+        self.assertRaises(server.CannotListen, server.listen, '127.0.0.1',
+                          first.port)
+
+    def test_workers_share_one_listening_socket(self):
+        """What the workers of cyborg-api do: each serves the socket its
+        parent made."""
+        listener = server.listen('127.0.0.1', 0)
+        self.addCleanup(listener.close)
+        port = listener.getsockname()[1]
+        servers = [server.WSGIServer(echo_app, '127.0.0.1', port, 2,
+                                     listener=listener) for _ in range(2)]
+        for one in servers:
+            one.start()
+            self.addCleanup(one.stop)
+            self.assertEqual(port, one.port)
+        self.assertEqual(1, listening_sockets(port))
+        for _ in range(10):
+            with requests.Session() as session:
+                self.assertEqual(200, session.get(
+                    'http://127.0.0.1:%d/x' % port, timeout=5).status_code)
 
     def test_default_workers(self):
         self.assertTrue(1 <= server.default_workers() <= 4)
@@ -278,21 +317,26 @@ class VersionDocumentTest(base.TestCase):
         self.assertEqual(child, parent)
 
 
-class CyborgAPITest(base.TestCase):
-    """The console script with a config file of its own."""
+class CyborgAPIProcess(base.TestCase):
+    """Runs the console script with a config file of its own."""
 
     def _config(self, **api):
         path = os.path.join(self.useFixture(
             fixtures.TempDir()).path, 'cyborg.conf')
+        # A database at head: the API refuses to start without one.
+        db = self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
         lines = ['[DEFAULT]', 'auth_strategy = noauth',
-                 'transport_url = fake:/', '[api]']
+                 'transport_url = fake:/', '[database]',
+                 'connection = ' + db.url, '[api]']
         lines += ['%s = %s' % item for item in sorted(api.items())]
         with open(path, 'w') as f:
             f.write('\n'.join(lines) + '\n')
         return path
 
-    def _start(self, workers):
-        port = daemons.free_port()
+    def _start(self, workers, port=None, stderr=subprocess.STDOUT):
+        """``cyborg-api`` on ``port`` (a free one by default); its output
+        goes to a log file, its standard error where ``stderr`` says."""
+        port = port or daemons.free_port()
         config = self._config(host_ip='127.0.0.1', port=port,
                               api_workers=workers)
         script = os.path.join(BIN_DIR, 'cyborg-api')
@@ -301,7 +345,7 @@ class CyborgAPITest(base.TestCase):
         log = open(os.path.join(os.path.dirname(config), 'log'), 'w+')
         self.addCleanup(log.close)
         process = subprocess.Popen(command + ['--config-file', config],
-                                   stdout=log, stderr=subprocess.STDOUT)
+                                   stdout=log, stderr=stderr, text=True)
         self.addCleanup(self._kill, process)
         return process, 'http://127.0.0.1:%d' % port, port
 
@@ -310,12 +354,17 @@ class CyborgAPITest(base.TestCase):
         if process.poll() is None:
             process.kill()
             process.wait()
+        if process.stderr:
+            process.stderr.close()
 
     def _stop(self, process):
         """SIGTERM: the server exits cleanly, well before its graceful
         shutdown timeout would end a server that ignored the signal."""
         process.send_signal(signal.SIGTERM)
         self.assertEqual(0, process.wait(STOP_TIMEOUT))
+
+
+class CyborgAPITest(CyborgAPIProcess):
 
     def test_serves_and_stops_on_sigterm(self):
         process, url, _port = self._start(workers=1)
@@ -332,15 +381,54 @@ class CyborgAPITest(base.TestCase):
         process, url, port = self._start(workers=2)
         wait_for_v2(url, process)
         deadline = time.monotonic() + START_TIMEOUT
-        while listening_sockets(port) < 2 and time.monotonic() < deadline:
+        while (len(daemons.children(process.pid)) < 2
+               and time.monotonic() < deadline):
             time.sleep(0.1)
-        self.assertEqual(2, listening_sockets(port))
         self.assertEqual(2, len(daemons.children(process.pid)))
+        # One socket, the parent's, which both workers serve.
+        self.assertEqual(1, listening_sockets(port))
         for _ in range(20):
             with requests.Session() as session:  # a new connection each
                 self.assertEqual(200, session.get(url + '/v2').status_code)
         self._stop(process)
         self.assertEqual(0, listening_sockets(port))
+
+    def _refused(self, port):
+        """A ``cyborg-api`` started on ``port`` while it is taken: exits
+        2 with one line that names the address."""
+        process, _url, _port = self._start(workers=2, port=port,
+                                           stderr=subprocess.PIPE)
+        try:
+            _out, err = process.communicate(timeout=START_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.fail('a cyborg-api on the taken port %d still runs, '
+                      'listening beside the other' % port)
+        self.assertEqual(2, process.returncode, err)
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertRegex(err, r'^cyborg-api: error: cannot listen on '
+                         r'127\.0\.0\.1:%d: Address already in use' % port)
+
+    def test_a_second_cyborg_api_on_the_port_exits_2(self):
+        # Two workers each: what once shared the port (SO_REUSEPORT).
+        process, url, port = self._start(workers=2)
+        wait_for_v2(url, process)
+        self._refused(port)
+        # The first goes on, alone on the port.
+        self.assertEqual(1, listening_sockets(port))
+        for _ in range(8):
+            with requests.Session() as session:
+                self.assertEqual(200, session.get(url + '/v2').status_code)
+        self._stop(process)
+
+    def test_a_foreign_listener_on_the_port(self):
+        # A plain socket, and one that would share the port.
+        for shares in (False, True):
+            with socket.socket() as taken:
+                taken.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT,
+                                 shares)
+                taken.bind(('127.0.0.1', daemons.free_port()))
+                taken.listen()
+                self._refused(taken.getsockname()[1])
 
 
 class WSGIModuleTest(base.TestCase):
@@ -348,10 +436,13 @@ class WSGIModuleTest(base.TestCase):
     def test_application_from_config_file(self):
         config = os.path.join(self.useFixture(
             fixtures.TempDir()).path, 'cyborg.conf')
+        db = self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
         with open(config, 'w') as f:
             f.write('[DEFAULT]\nauth_strategy = noauth\n'
                     'transport_url = fake:/\n'
-                    '[api]\npublic_endpoint = http://api.test/acc\n')
+                    '[database]\nconnection = %s\n'
+                    '[api]\npublic_endpoint = http://api.test/acc\n'
+                    % db.url)
         code = ('import webob\n'
                 'from cyborg.wsgi import api\n'
                 'webob.Request.blank("/v2/x").get_response(api.application)'

@@ -478,7 +478,7 @@ class AcceleratorsTest(test_deployables.Inventory,
         # is overcommitted.
         with db_api.writer.using(self.context) as session:
             session.query(models.Accelerator).update({'state': 'available'})
-        self.conductor.devices.sync_host(self.context, self.host)
+        self.conductor.devices.placement.resync_host(self.context, self.host)
         allocate(16)
         with db_api.writer.using(self.context) as session:
             session.query(models.Accelerator).update({'state': 'attached'})

@@ -246,6 +246,48 @@ class OwnCapturesTest(ReplayTestCase):
 
 class CaptureCommandTest(ReplayTestCase):
 
+    def capture_command(self, config, out):
+        """Run ``cyborg-agent --config-file config --capture out`` with a
+        log file in the configuration, as an agent's has; (status,
+        stdout, stderr)."""
+        with open(config, 'a') as f:
+            f.write('[DEFAULT]\nlog_file = %s\n'
+                    % os.path.join(self.tmp, 'agent.log'))
+        top = os.path.dirname(os.path.dirname(os.path.abspath(
+            cyborg.__file__)))
+        done = subprocess.run([sys.executable, '-m', 'cyborg.cmd.agent',
+                               '--config-file', config, '--capture', out],
+                              cwd=top, env=dict(os.environ, PYTHONPATH=top),
+                              capture_output=True, text=True, timeout=120)
+        return done.returncode, done.stdout, done.stderr
+
+    def test_capture_errors_are_one_line_on_stderr(self):
+        """Not a traceback in the agent's log file: one line on the
+        terminal and status 1, and no file."""
+        tree = sysfs.SysfsTree(os.path.join(self.tmp, 'host', 'sys'))
+        tree.add_card('tesla_t4', '0000:3b:00.0', driver='vfio-pci')
+        config = os.path.join(self.tmp, 'agent.conf')
+        with open(config, 'w') as f:
+            f.write('[agent]\nsysfs_root = %s\n' % tree.root)
+        missing = os.path.join(self.tmp, 'no-such-dir', 'out.json')
+        status, out, err = self.capture_command(config, missing)
+        self.assertEqual((1, ''), (status, out))
+        self.assertEqual(1, len(err.splitlines()), err)
+        self.assertIn('cyborg-agent: error: cannot capture this host to %s'
+                      % missing, err)
+        self.assertIn('No such file or directory', err)
+        # A sysfs root without PCI devices (a mistyped path, no
+        # permission) is an error, not a capture of nothing.
+        with open(config, 'w') as f:
+            f.write('[agent]\nsysfs_root = %s\n'
+                    % os.path.join(self.tmp, 'nowhere'))
+        out_file = os.path.join(self.tmp, 'out.json')
+        status, out, err = self.capture_command(config, out_file)
+        self.assertEqual((1, '', 1), (status, out, len(err.splitlines())),
+                         err)
+        self.assertIn('bus/pci/devices', err)
+        self.assertFalse(os.path.exists(out_file))
+
     def test_agent_capture_then_replay(self):
         tree = sysfs.SysfsTree(os.path.join(self.tmp, 'host', 'sys'))
         tree.add_card('tesla_t4', '0000:3b:00.0', driver='vfio-pci')
@@ -270,13 +312,11 @@ class CaptureCommandTest(ReplayTestCase):
         config = os.path.join(self.tmp, 'agent.conf')
         with open(config, 'w') as f:
             f.write('[agent]\nsysfs_root = %s\n' % tree.root)
-        # The command itself, as an operator runs it.
-        top = os.path.dirname(os.path.dirname(os.path.abspath(
-            cyborg.__file__)))
-        subprocess.run([sys.executable, '-m', 'cyborg.cmd.agent',
-                        '--config-file', config, '--capture', out],
-                       cwd=top, env=dict(os.environ, PYTHONPATH=top),
-                       check=True, capture_output=True, timeout=120)
+        # The command itself, as an operator runs it: it says what it
+        # wrote.
+        done = self.capture_command(config, out)
+        self.assertEqual((0, 'wrote %s: 4 PCI functions\n' % out, ''),
+                         done, done[2])
         document = capture.load(out)
         # Write-only in sysfs: present, empty.
         self.assertEqual('', document['files'][

@@ -2,7 +2,6 @@
 
 import json
 
-from cyborg.accelerator.common import passthrough
 from cyborg.accelerator.drivers.fpga import intel as intel_fpga
 from cyborg.accelerator.drivers.fpga import xilinx
 from cyborg.accelerator.drivers.gpu import nvidia
@@ -219,7 +218,3 @@ class HostUseTest(sysfs.SysfsTestCase):
                       self.not_offered_reason(NVME, NVME_SPEC, spec))
         self.assertIn('eth0 is up',
                       self.not_offered_reason(nic, NVME_SPEC, spec))
-
-    def test_proc_beside_the_sysfs_root(self):
-        self.assertEqual('/proc', passthrough.proc_root('/sys'))
-        self.assertEqual('/tmp/x/proc', passthrough.proc_root('/tmp/x/sys/'))

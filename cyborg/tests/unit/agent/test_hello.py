@@ -1,11 +1,16 @@
 """What the agent says in its hello: the name of its compute node
 provider, and to a conductor of the previous release a hello it knows."""
 
+import logging
+import os
+import socket
+
 import fixtures
 import oslo_messaging as messaging
 from oslo_versionedobjects import exception as ovo_exception
 
 from cyborg.agent import manager as agent_manager
+from cyborg.common import exception
 from cyborg.objects import host as host_obj
 from cyborg.tests import base
 
@@ -48,8 +53,9 @@ class HelloTest(base.TestCase):
         self.flags(state_path=state_dir)
         self.flags(enabled_drivers=[], group='agent')
 
-    def agent(self, conductor):
-        agent = agent_manager.AgentManager('cmp-1', self.conf)
+    def agent(self, conductor, on_refused=None):
+        agent = agent_manager.AgentManager('cmp-1', self.conf,
+                                           on_refused=on_refused)
         agent.reporter._conductor = conductor
         return agent
 
@@ -58,7 +64,7 @@ class HelloTest(base.TestCase):
         conductor = HelloConductor()
         agent = self.agent(conductor)
         self.assertTrue(agent.reporter.hello(None))
-        self.assertEqual(['1.2'], conductor.tried)
+        self.assertEqual(['1.3'], conductor.tried)
         [hello] = conductor.hellos
         self.assertEqual(('cmp-1', 'cmp-1.example.org'),
                          (hello['hostname'], hello['resource_provider_name']))
@@ -75,7 +81,7 @@ class HelloTest(base.TestCase):
         conductor = HelloConductor(supported='1.0')
         agent = self.agent(conductor)
         self.assertTrue(agent.reporter.hello(None))
-        self.assertEqual(['1.2', '1.0'], conductor.tried)
+        self.assertEqual(['1.3', '1.0'], conductor.tried)
         [hello] = conductor.hellos
         self.assertEqual('cmp-1', hello['hostname'])
         self.assertNotIn('resource_provider_name', hello)
@@ -86,5 +92,33 @@ class HelloTest(base.TestCase):
             'ValueError', 'something else'))
         agent = self.agent(conductor)
         self.assertFalse(agent.reporter.hello(None))
-        self.assertEqual(['1.2'], conductor.tried)
+        self.assertEqual(['1.3'], conductor.tried)
         self.assertFalse(agent.reporter.registered)
+
+    def test_the_hello_says_who_the_agent_is(self):
+        conductor = HelloConductor()
+        agent = self.agent(conductor)
+        agent.reporter.hello(None)
+        [hello] = conductor.hellos
+        self.assertEqual(agent.reporter.agent_id, hello['agent_id'])
+        seat, pid, _random = hello['agent_id'].rsplit('/', 2)
+        self.assertEqual(str(os.getpid()), pid)
+        self.assertEqual(socket.gethostname() + ':'
+                         + os.path.abspath(self.conf.agent.state_file), seat)
+
+    def test_refused_as_a_second_agent_it_says_so_once_and_stops(self):
+        logs = self.useFixture(fixtures.FakeLogger(
+            name='cyborg.agent.reporter', level=logging.WARNING))
+        error = exception.AgentConflict(
+            host='cmp-1', holder='node-a/1/aaaaaaaaaaaa', seconds=3,
+            agent='node-b/2/bbbbbbbbbbbb')
+        stops = []
+        agent = self.agent(HelloConductor(error=error),
+                           on_refused=lambda: stops.append(1))
+        self.assertFalse(agent.reporter.hello(None))
+        self.assertFalse(agent.reporter.hello(None))
+        self.assertFalse(agent.reporter.registered)
+        self.assertEqual([1], stops)
+        self.assertEqual(['The conductor refused this agent: %s' % error],
+                         logs.output.splitlines())
+        self.assertEqual(str(error), agent.reporter.refused)

@@ -540,3 +540,27 @@ class HardwareListTest(base.AgentTestCase):
                          again.reporter.accepted_hash)
         self.assertEqual(len(self.conductor.hardware),
                          len(again.reporter._state.hardware))
+
+
+class ConfigurationChangeTest(base.AgentTestCase):
+    """What the troubleshooting guide says: a changed configuration file
+    is seen by ``update-driver``, not by a rescan or a discovery."""
+
+    def test_a_vgpu_type_added_to_the_file_needs_update_driver(self):
+        self.tree.add_mdev_type(base.GPU, 'nvidia-222', 'GRID T4-1B', 14)
+        config = os.path.join(self.state_dir, 'cyborg.conf')
+        with open(config, 'w') as f:
+            f.write('[DEFAULT]\n')
+        self.conf(['--config-file', config], project='cyborg')
+        agent = self.started_agent()
+        gpu = self.name(base.GPU)
+        self.assertNotIn(gpu, self.conductor.names())
+        with open(config, 'w') as f:
+            f.write('[gpu_devices]\nenabled_vgpu_types = nvidia-222\n'
+                    '[vgpu_nvidia-222]\ndevice_addresses = %s\n' % base.GPU)
+        agent.reporter.rescan()
+        agent.discover(context.get_admin_context())
+        self.assertNotIn(gpu, self.conductor.names())
+        agent.admin.update_driver(context.get_admin_context(),
+                                  'nvidia_gpu_driver')
+        self.assertIn(gpu, self.conductor.names())

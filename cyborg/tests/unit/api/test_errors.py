@@ -65,6 +65,33 @@ class StatusAndMessageTest(testtools.TestCase):
         self.assertIn('no cyborg conductor started yet', message)
         self.assertNotIn('404', message)
 
+    def test_a_missing_key_names_its_party_and_command_not_its_path(self):
+        log = self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+        for exc, party, command in (
+                (exception.RPCKeyMissing(
+                    identity='api', reason='/etc/cyborg/keys/api.key: No '
+                    'such file or directory'), 'the API (api)', '--api'),
+                (exception.RPCKeyMissing(
+                    identity='host:cmp-1', reason='/etc/cyborg/keys/'
+                    'host.cmp-1.key holds no key'), 'compute host cmp-1',
+                 '--host cmp-1')):
+            status, message = errors.status_and_message(exc)
+            self.assertEqual(503, status)
+            self.assertIn(party, message)
+            self.assertIn('"cyborg-status keys create %s"' % command,
+                          message)
+            self.assertNotIn('/etc/cyborg', message)
+            # The operator finds the path in the log.
+            self.assertIn(str(exc), log.output)
+
+    def test_an_open_key_file_is_not_named_to_clients(self):
+        exc = exception.RPCKeyInsecure(path='/etc/cyborg/keys/api.key',
+                                       mode='0644')
+        status, message = errors.status_and_message(exc)
+        self.assertEqual(503, status)
+        self.assertIn('chmod 600', message)
+        self.assertNotIn('/etc/cyborg', message)
+
     def test_unknown_exceptions_are_generic_and_logged(self):
         log = self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
         status, message = errors.status_and_message(

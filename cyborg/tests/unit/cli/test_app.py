@@ -5,12 +5,14 @@ import io
 import logging
 import os
 
+from cliff import show
 import fixtures
 from keystoneauth1 import access
 from keystoneauth1 import fixture as ks_fixture
 from keystoneauth1.identity import access as access_plugin
 from keystoneauth1 import session as ks_session
 import testtools
+import yaml
 
 from cyborg.cli import app
 from cyborg.cli import client
@@ -258,3 +260,91 @@ class ConsoleScriptTest(testtools.TestCase):
         parser.read(setup_cfg)
         scripts = parser['entry_points']['console_scripts'].split('\n')
         self.assertIn('cyborg = cyborg.cmd.cli:main', scripts)
+
+
+class EmptyListTest(_CliTest):
+    """An empty table is one line saying there is nothing; the machine
+    formats stay what they are."""
+
+    def answer(self, doc):
+        response = type('Response', (), {'json': lambda self: doc})()
+        self.useFixture(fixtures.MonkeyPatch(
+            'cyborg.cli.client.Client.request',
+            lambda *args, **kwargs: response))
+
+    def test_hardware_not_offered(self):
+        self.answer({'hardware': []})
+        endpoint = ('--os-endpoint', 'http://aio.example:6666')
+        self.assertEqual(
+            (0, 'No PCI functions that are not offered.\n', ''),
+            self.run_app(*endpoint, 'hardware-list', '--not-offered'))
+        self.assertEqual(
+            (0, 'No PCI functions on host cmp-1.\n', ''),
+            self.run_app(*endpoint, 'hardware-list', '--host', 'cmp-1'))
+        self.assertEqual((0, '[]\n', ''),
+                         self.run_app(*endpoint, 'hardware-list',
+                                      '--not-offered', '-f', 'json'))
+        self.assertEqual((0, '', ''),
+                         self.run_app(*endpoint, 'hardware-list',
+                                      '-f', 'value'))
+
+    def test_every_list(self):
+        endpoint = ('--os-endpoint', 'http://aio.example:6666')
+        for argv, doc, line in [
+                (['host-list'], {'hosts': []},
+                 'No hosts: no agent has said hello yet.'),
+                (['driver-list', '--host', 'cmp-1'], {'drivers': []},
+                 'No drivers on host cmp-1.'),
+                (['service-list', '--type', 'GPU'], {'services': []},
+                 'No acceleration services of type GPU.'),
+                (['accelerator-list'], {'accelerators': []},
+                 'No accelerators.')]:
+            self.answer(doc)
+            self.assertEqual((0, line + '\n', ''),
+                             self.run_app(*endpoint, *argv), argv)
+
+
+def _samples(path):
+    """``(command line, [output lines])`` of each ``$ cyborg ...`` sample
+    of the rst page ``path``; a line ending with a backslash goes on."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    samples, current = [], None
+    for line in lines:
+        text = line.strip()
+        if text.startswith('$ '):
+            current = [text[2:], []]
+            samples.append(current)
+        elif current is None:
+            continue
+        elif not text:
+            current = None
+        elif current[0].endswith('\\') and not current[1]:
+            current[0] = current[0][:-1].rstrip() + ' ' + text
+        else:
+            current[1].append(line)
+    return [(c, out) for c, out in samples if c.startswith('cyborg ')]
+
+
+class CliPageTest(testtools.TestCase):
+    """The output samples of doc/source/admin/cli.rst have the shape
+    cliff prints: mappings with their keys in order, one line per field
+    of an object with ``-f value``."""
+
+    PAGE = os.path.join(os.path.dirname(__file__), '..', '..', '..', '..',
+                        'doc', 'source', 'admin', 'cli.rst')
+
+    def test_samples(self):
+        samples = _samples(self.PAGE)
+        self.assertGreater(len(samples), 5)
+        commands = {name: cls for family in app.FAMILIES
+                    for name, cls in family.COMMANDS.items()}
+        for command, out in samples:
+            words = command.split()
+            if '-f' in words and words[words.index('-f') + 1] == 'yaml':
+                for item in yaml.safe_load('\n'.join(out)) or []:
+                    if isinstance(item, dict):
+                        self.assertEqual(sorted(item), list(item), command)
+            if ('-f' in words and words[words.index('-f') + 1] == 'value'
+                    and issubclass(commands[words[1]], show.ShowOne)):
+                self.assertEqual(words.count('-c'), len(out), command)

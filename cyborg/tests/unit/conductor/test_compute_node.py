@@ -119,7 +119,7 @@ class ComputeNodeTest(base.TestCase):
             'cmp-1', resource_provider_name='cmp-1.example.org'))
         sync = placement_service.PlacementService(
             self.conf, FakePlacement('cmp-2')).sync
-        error = self.assertRaises(exception.PlacementError, sync.sync_host,
+        error = self.assertRaises(exception.PlacementError, sync.apply_tree,
                                   'cmp-1', [])
         self.assertEqual(404, error.kwargs['status'])
         self.assertIn('no compute node provider named cmp-1.example.org or '

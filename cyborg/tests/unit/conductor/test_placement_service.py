@@ -83,7 +83,7 @@ class RetryOnConflictTest(base.TestCase):
 
 class _DownSync:
 
-    def sync_host(self, hostname, providers, names=None, fresh=False):
+    def apply_tree(self, hostname, providers, names=None, fresh=False):
         raise exception.PlacementError(method='GET', url='/', status=503,
                                        detail='down')
 
@@ -101,7 +101,7 @@ class SyncFailedTest(base.TestCase):
     def test_a_failed_sync_marks_the_host_pending(self):
         service = placement_service.PlacementService(self.conf, object())
         service.sync = _DownSync()
-        self.assertFalse(service.sync_host(self.ctx, 'cmp-1', []))
+        self.assertFalse(service.sync_or_mark_pending(self.ctx, 'cmp-1', []))
         self.assertEqual(['cmp-1'], db_hosts.sync_pending_hosts(self.ctx))
         self.assertFalse(service.resync_host(self.ctx, 'cmp-1'))
         self.assertEqual(['cmp-1'], db_hosts.sync_pending_hosts(self.ctx))
