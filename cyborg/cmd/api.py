@@ -8,6 +8,7 @@ import sys
 
 from cyborg.api import app as api_app
 from cyborg.api import server
+from cyborg.common import metrics
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
 from cyborg.db import api as db_api
@@ -22,11 +23,14 @@ DESCRIPTION = ("Run cyborg's REST API (v2, and the v1 view) on [api] host_ip "
 
 def main():
     service.prepare_service(sys.argv, prog=PROG, description=DESCRIPTION)
+    workers = CONF.api.api_workers or server.default_workers()
+    if workers > 1:
+        # Before anything is counted; the workers' sum is served here.
+        metrics.serve_workers(CONF)
     # The API reads the database: its engines as the conductor's (utf8mb4,
     # pings only after idle). Each worker starts its own.
     db_api.configure(CONF)
     api_app.check_can_serve(CONF, PROG)
-    workers = CONF.api.api_workers or server.default_workers()
     api = server.APIService(CONF, workers=workers)
     if workers == 1:
         # No parent that only watches a single worker: half the memory.

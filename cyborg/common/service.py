@@ -16,6 +16,7 @@ from oslo_service import service
 from cyborg.common import config_check
 from cyborg.common import exception
 from cyborg.common import keys
+from cyborg.common import metrics
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
@@ -83,6 +84,7 @@ class RPCService(service.Service):
         self.conf = conf
         self.rpcserver = None
         self.timers = []
+        self.metrics = None
 
     def identity(self):
         """Who this service is on RPC: the conductor, or the agent of its
@@ -93,6 +95,7 @@ class RPCService(service.Service):
 
     def start(self):
         super().start()
+        self.metrics = metrics.serve(self.conf)
         if not rpc.initialized():
             rpc.init(self.conf, identity=self.identity())
         target = messaging.Target(topic=rpc.topic(self.conf, self.topic),
@@ -124,6 +127,8 @@ class RPCService(service.Service):
         del_host = getattr(self.manager, 'del_host', None)
         if del_host:
             del_host()
+        if self.metrics is not None:
+            self.metrics.stop()
         super().stop(graceful=graceful)
         LOG.info('Stopped %s on topic %s', type(self.manager).__name__,
                  self.topic)
