@@ -311,6 +311,7 @@ def serve_workers(conf):
     if not conf.metrics.enabled:
         return Serving(False)
     directory = tempfile.mkdtemp(prefix='cyborg-metrics-')
+    LOG.info('Metrics of the workers counted in %s', directory)
     atexit.register(_remove_in, os.getpid(), directory)
     os.environ['PROMETHEUS_MULTIPROC_DIR'] = directory
     # prometheus_client chose its value class when imported: choose again.

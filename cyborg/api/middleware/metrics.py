@@ -3,7 +3,8 @@
 status and microversion.
 
 The route is a template of the URL tree, never the path a client sent:
-``/v2/accelerator_requests/{id}``; a path outside the tree is ``other``.
+``/v2/accelerator_requests/{id}`` (an unversioned path, which v2 serves,
+counts as v2's); a path outside the tree is ``other``.
 So the labels take a bounded set of values whatever clients send.
 """
 
@@ -39,9 +40,12 @@ def route_template(path):
     version = root.route_version(path)
     if version is None:
         return metrics.OTHER
-    segments = [s for s in path.strip('/').split('/')[1:] if s]
-    if not segments:
-        return '/' + version
+    segments = [s for s in path.strip('/').split('/') if s]
+    if segments[0].removesuffix('.json') == version:
+        segments = segments[1:]
+        if not segments:
+            return '/' + version
+    # else an unversioned path of a resource: served as v2's.
     if segments[0] not in RESOURCES[version]:
         return metrics.OTHER
     template = '/%s/%s' % (version, segments[0])

@@ -60,25 +60,34 @@ def is_conflict(error, code=None):
     return code is None or code in (kwargs.get('codes') or [])
 
 
-def _request(client, method, url, microversion, **kwargs):
-    return _check(_send(client, method, url, microversion, **kwargs),
-                  method, url)
-
-
-def _send(client, method, url, microversion, **kwargs):
-    """Placement's response, counted and timed (any status)."""
+def _counted(method, url, send):
+    """``send()``'s response (of ``method`` on ``url``), counted and
+    timed by route template and status."""
     route = metrics.placement_route(url)
     started = time.monotonic()
     status = 'error'  # no answer
     try:
-        response = client.request(url, method, microversion=microversion,
-                                  raise_exc=False, **kwargs)
+        response = send()
         status = str(response.status_code)
     finally:
         metrics.PLACEMENT.labels(method, route, status).inc()
         metrics.PLACEMENT_DURATION.labels(method, route).observe(
             time.monotonic() - started)
     return response
+
+
+def _send(client, method, url, microversion, **kwargs):
+    """The response (any status) of ``client.get``, ``post``, ``put``
+    or ``delete`` (``method``), counted."""
+    verb = getattr(client, method.lower())
+    return _counted(method, url, lambda: verb(
+        url, microversion=microversion, raise_exc=False, **kwargs))
+
+
+def _request(client, method, url, microversion, **kwargs):
+    response = _counted(method, url, lambda: client.request(
+        url, method, microversion=microversion, raise_exc=False, **kwargs))
+    return _check(response, method, url)
 
 
 def find_provider(client, name):
@@ -225,7 +234,8 @@ def get_consumer_allocations(client, consumer):
     """``(allocations, generation, project_id, user_id)`` of a consumer;
     ``({}, None, None, None)`` when it has none."""
     url = '/allocations/%s' % consumer
-    body = _request(client, 'GET', url, CONSUMER_VERSION).json()
+    body = _check(_send(client, 'GET', url, CONSUMER_VERSION), 'GET',
+                  url).json()
     return (body.get('allocations', {}), body.get('consumer_generation'),
             body.get('project_id'), body.get('user_id'))
 
@@ -237,4 +247,4 @@ def put_consumer_allocations(client, consumer, allocations, generation,
     url = '/allocations/%s' % consumer
     body = {'allocations': allocations, 'consumer_generation': generation,
             'project_id': project_id, 'user_id': user_id}
-    _request(client, 'PUT', url, CONSUMER_VERSION, json=body)
+    _check(_send(client, 'PUT', url, CONSUMER_VERSION, json=body), 'PUT', url)
