@@ -27,6 +27,7 @@ from oslo_log import log as logging
 import prometheus_client as prom
 from prometheus_client import core
 from prometheus_client import multiprocess
+from prometheus_client import utils
 from prometheus_client import values
 
 LOG = logging.getLogger(__name__)
@@ -182,8 +183,12 @@ def rpc_server(method):
 class ScrapeGauges:
     """A collector of gauges read at a scrape: ``readers`` maps a gauge's
     (name, help, label name) to a callable returning ``{label value:
-    number}``. Each reader's answer is kept ``cache_seconds``; a reader
-    that fails leaves its gauge out of that scrape (logged)."""
+    number}``; or, with the label name None, a gauge histogram's
+    (name, help) to one returning ``[(upper bound, how many at most that,
+    cumulative)]``, the last bound ``+Inf`` (its ``_gsum`` is NaN: not
+    known). Each reader's answer is kept
+    ``cache_seconds``; a reader that fails leaves its gauge out of that
+    scrape (logged)."""
 
     def __init__(self, readers, cache_seconds=10.0, clock=time.monotonic):
         self.readers = readers
@@ -212,6 +217,13 @@ class ScrapeGauges:
             if values is None:
                 continue
             name, doc, label = key
+            if label is None:
+                # No sum: the buckets are counted by one row of sums.
+                yield core.GaugeHistogramMetricFamily(
+                    name, doc, buckets=[(utils.floatToGoString(bound), count)
+                                        for bound, count in values],
+                    gsum_value=float('nan'))
+                continue
             family = core.GaugeMetricFamily(name, doc, labels=[label])
             for value, number in sorted(values.items()):
                 family.add_metric([str(value)], number)

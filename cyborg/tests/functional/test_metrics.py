@@ -14,6 +14,7 @@ from cyborg.tests.functional import daemons
 from cyborg.tests.functional import nova
 from cyborg.tests.functional import test_daemons
 from cyborg.tests.functional.test_hello import wait_for
+from cyborg.tests.unit import test_metrics as test_unit_metrics
 
 
 def scrape(port):
@@ -74,9 +75,12 @@ class MetricsOnDaemonsTest(_MetricsConfig, test_daemons.NovaStack,
         self.assertGreaterEqual(total(
             conductor, 'cyborg_conductor_reports_total',
             outcome='applied'), 1)
-        self.assertGreaterEqual(total(
+        # (once the conductor's answer, sent after its Placement sync,
+        # came back)
+        wait_for(lambda: total(
             self.scrape('agent'), 'cyborg_rpc_client_messages_total',
-            method='report_data', kind='call', outcome='ok'), 1)
+            method='report_data', kind='call', outcome='ok') >= 1,
+            timeout=30)
         # It synced the host's providers to Placement, and wrote them.
         self.assertGreaterEqual(total(
             conductor, 'cyborg_placement_requests_total'), 1)
@@ -92,6 +96,10 @@ class MetricsOnDaemonsTest(_MetricsConfig, test_daemons.NovaStack,
         self.assertEqual(0, total(conductor, 'cyborg_hosts', status='down'))
         self.assertEqual(1, total(conductor, 'cyborg_conductor_lease_held',
                                   lease='periodic'))
+        # Heard within the last minute (heartbeats each second).
+        age = 'cyborg_host_heartbeat_age_seconds_bucket'
+        self.assertEqual(1, total(conductor, age, le='60.0'))
+        self.assertEqual(1, total(conductor, age, le='+Inf'))
 
         before = {name: self.scrape(name) for name in ('api', 'conductor')}
         nova.boot_and_delete(self, self.base, profile, self.hostname,
@@ -161,6 +169,15 @@ def _answers(port):
     except requests.ConnectionError:
         return False
     return True
+
+
+class GaugesMySQLTest(test_unit_metrics.ConductorGauges, base.TestCase):
+    backend = 'mysql'
+
+
+class GaugesPostgreSQLTest(test_unit_metrics.ConductorGauges,
+                           base.TestCase):
+    backend = 'postgresql'
 
 
 class APIWorkersMetricsTest(_MetricsConfig, test_daemons._Daemons,

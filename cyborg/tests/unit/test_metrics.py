@@ -1,13 +1,21 @@
 """cyborg.common.metrics: bounded labels, the scrape-time gauges and the
 listener."""
 
+import datetime
+
+from oslo_utils import timeutils
 import prometheus_client as prom
 import requests
 
+from cyborg.common import context
 from cyborg.common import metrics
 from cyborg.common import signing
+from cyborg.conductor import gauges
 from cyborg.conductor import reporting
+from cyborg.db import hosts as db_hosts
+from cyborg.db import models
 from cyborg.tests import base
+from cyborg.tests import fixtures as cyborg_fixtures
 
 
 class LabelTest(base.TestCase):
@@ -150,3 +158,60 @@ class ListenerTest(base.TestCase):
         second.stop()
         self.assertRaises(requests.ConnectionError, requests.get, url,
                           timeout=10)
+
+
+class ConductorGauges:
+    """The conductor's scrape-time gauges on a real ``backend``."""
+
+    backend = 'sqlite'
+
+    def setUp(self):
+        super().setUp()
+        self.db = self.useFixture(cyborg_fixtures.Database(self,
+                                                           self.backend))
+        self.ctx = context.get_admin_context()
+        self.registry = prom.CollectorRegistry()
+        self.registry.register(gauges.collector(self.conf))
+
+    def value(self, name, **labels):
+        return self.registry.get_sample_value(name, labels)
+
+    def heard(self, hostname, seconds_ago):
+        db_hosts.record_hello(self.ctx, hostname, None, None, [])
+        hosts = models.Host.__table__
+        with self.db.engine.begin() as connection:
+            connection.execute(hosts.update().where(
+                hosts.c.hostname == hostname).values(
+                    last_seen_at=timeutils.utcnow()
+                    - datetime.timedelta(seconds=seconds_ago)))
+
+    def test_hosts_arqs_and_heartbeat_ages(self):
+        self.heard('cmp-1', 1)
+        self.heard('cmp-2', 45)
+        self.heard('cmp-3', 7200)
+        self.assertEqual(3, self.value('cyborg_hosts', status='up'))
+        self.assertIsNone(self.value('cyborg_arqs', state='Initial'))
+        age = 'cyborg_host_heartbeat_age_seconds_bucket'
+        self.assertEqual(1, self.value(age, le='5.0'))
+        self.assertEqual(1, self.value(age, le='30.0'))
+        self.assertEqual(2, self.value(age, le='60.0'))
+        self.assertEqual(2, self.value(age, le='3600.0'))
+        self.assertEqual(3, self.value(age, le='+Inf'))
+        self.assertEqual(3, self.value(
+            'cyborg_host_heartbeat_age_seconds_gcount'))
+
+    def test_served_in_the_text_format(self):
+        self.heard('cmp-1', 1)
+        text = prom.generate_latest(self.registry).decode()
+        self.assertIn('cyborg_hosts{status="up"} 1.0', text)
+        self.assertIn('cyborg_host_heartbeat_age_seconds_bucket{le="+Inf"} '
+                      '1.0', text)
+
+    def test_no_hosts(self):
+        self.assertEqual(0, self.value(
+            'cyborg_host_heartbeat_age_seconds_bucket', le='+Inf'))
+        self.assertIsNone(self.value('cyborg_hosts', status='up'))
+
+
+class ConductorGaugesTest(ConductorGauges, base.TestCase):
+    pass
