@@ -26,7 +26,11 @@ def main():
     workers = CONF.api.api_workers or server.default_workers()
     if workers > 1:
         # Before anything is counted; the workers' sum is served here.
-        metrics.serve_workers(CONF)
+        try:
+            metrics.serve_workers(CONF)
+        except metrics.CannotServe as e:
+            print('%s: error: %s' % (PROG, e), file=sys.stderr)
+            raise SystemExit(2) from None
     # The API reads the database: its engines as the conductor's (utf8mb4,
     # pings only after idle). Each worker starts its own.
     db_api.configure(CONF)

@@ -245,6 +245,10 @@ def unregister(collector):
         pass
 
 
+class CannotServe(Exception):
+    """The metrics listener cannot bind its address (in use, say)."""
+
+
 class _Listener:
     """The process's metrics listener, shared by its services."""
 
@@ -258,9 +262,15 @@ class _Listener:
     def start(self, conf, registry=prom.REGISTRY):
         with self._lock:
             if self._users == 0:
-                server, thread = prom.start_http_server(
-                    conf.metrics.port, addr=conf.metrics.host,
-                    registry=registry)
+                try:
+                    server, thread = prom.start_http_server(
+                        conf.metrics.port, addr=conf.metrics.host,
+                        registry=registry)
+                except OSError as e:
+                    raise CannotServe(
+                        'cannot serve metrics on %s:%s ([metrics] host and '
+                        'port): %s' % (conf.metrics.host, conf.metrics.port,
+                                       e.strerror or e)) from None
                 self._server, self._thread = server, thread
                 self.port = server.server_address[1]
                 LOG.info('Metrics on http://%s:%s/metrics',
@@ -297,8 +307,8 @@ class Serving:
 
 def serve(conf):
     """Start (or share) the metrics listener if ``[metrics] enabled``;
-    bind errors are raised, so a daemon that cannot serve its metrics
-    does not start."""
+    raises CannotServe, so a daemon that cannot serve its metrics does
+    not start."""
     if not conf.metrics.enabled:
         return Serving(False)
     LISTENER.start(conf)

@@ -141,6 +141,21 @@ class ListenerTest(base.TestCase):
         serving.stop()
         self.assertIsNone(metrics.LISTENER._server)
 
+    def test_an_address_in_use_is_said_with_the_options(self):
+        self.conf.set_override('enabled', True, 'metrics')
+        self.conf.set_override('port', 0, 'metrics')
+        first = metrics.serve(self.conf)
+        self.addCleanup(first.stop)
+        port = metrics.LISTENER.port
+        # Another process's listener, as far as this one can tell.
+        other = metrics._Listener()
+        self.conf.set_override('port', port, 'metrics')
+        error = self.assertRaises(metrics.CannotServe, other.start,
+                                  self.conf)
+        self.assertIn('127.0.0.1:%d ([metrics] host and port)' % port,
+                      str(error))
+        self.assertIn('in use', str(error))
+
     def test_served_while_used_and_shared(self):
         self.conf.set_override('enabled', True, 'metrics')
         self.conf.set_override('port', 0, 'metrics')  # any free port
