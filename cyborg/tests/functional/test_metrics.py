@@ -6,6 +6,7 @@ import functools
 import os
 import re
 
+import fixtures
 from prometheus_client import parser
 import requests
 
@@ -220,3 +221,39 @@ class APIWorkersMetricsTest(_MetricsConfig, test_daemons._Daemons,
         self.assertEqual(0, api.terminate())
         self.assertFalse(_answers(self.metrics_ports['api']))
         self.assertFalse(os.path.exists(directory))
+
+
+class AllInOneMetricsTest(base.TestCase):
+    """cyborg-aio: one listener for its API, conductor and agent."""
+
+    def test_one_listener_serves_every_part(self):
+        tmp = self.useFixture(fixtures.TempDir()).path
+        api_port, port = daemons.free_port(), daemons.free_port()
+        config = daemons.write_config(os.path.join(tmp, 'aio.conf'), {
+            'DEFAULT': {'host': 'aio-metrics'},
+            'metrics': {'enabled': True, 'port': port,
+                        'gauge_cache_seconds': 0}})
+        aio = daemons.Daemon(
+            self, 'aio', ['--port', str(api_port), '--state-dir',
+                          os.path.join(tmp, 'state'), '--config-file',
+                          config], os.path.join(tmp, 'aio.log'))
+        base_url = 'http://127.0.0.1:%d' % api_port
+        daemons.wait_for_http(base_url + '/v2', daemon=aio)
+        # Its agent said hello to its conductor, in the process (the
+        # listener starts with the conductor, after the API).
+        wait_for(lambda: _answers(port) and total(
+            scrape(port), 'cyborg_hosts', status='up') == 1, timeout=60)
+        before = scrape(port)
+        response = requests.get(base_url + '/v2/devices', timeout=30,
+                                headers={'X-Auth-Token': 'admin'})
+        self.assertEqual(200, response.status_code, response.text)
+        after = scrape(port)
+        self.assertEqual(1, delta(before, after, 'cyborg_api_requests_total',
+                                  route='/v2/devices', method='GET',
+                                  status='200'))
+        self.assertGreaterEqual(total(
+            after, 'cyborg_rpc_server_messages_total', method='agent_hello',
+            outcome='ok'), 1)
+        self.assertEqual(1, aio.output().count('Metrics on '))
+        self.assertEqual(0, aio.terminate())
+        self.assertFalse(_answers(port))
