@@ -210,6 +210,7 @@ class SigningTransport(msg_transport.RPCTransport):
             refused = signing.Refused('an unsigned reply')
         refused.claimed = '%s on %s' % (target.server or 'a server',
                                         target.topic)
+        metrics.count_refusal('caller', refused.reason)
         signing.log_refusal(refused, method, 'caller')
         raise exception.RPCRefused(reason='%s to %s' % (refused.reason,
                                                         method))
