@@ -3,6 +3,8 @@
 From the outside in::
 
     AccessLog         one INFO line per request ([api] access_log)
+    Metrics           counts and times each request (cyborg.api.middleware.
+                      metrics; served by the [metrics] listener)
     HTTPProxyToWSGI   scheme, host and prefix from a proxy's headers
     RequestId         x-openstack-request-id on every response
     CORS              [cors] options
@@ -35,6 +37,7 @@ from cyborg.api import validation
 from cyborg.api.middleware import access_log
 from cyborg.api.middleware import auth
 from cyborg.api.middleware import body_size
+from cyborg.api.middleware import metrics as metrics_filter
 from cyborg.api.middleware import parsable_error
 from cyborg.common import preflight
 from cyborg import conf as cyborg_conf
@@ -154,4 +157,5 @@ def setup_app(conf=CONF, conductor_api=None):
     app = cors.CORS(app, conf)
     app = request_id.RequestId(app, conf)
     app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    app = metrics_filter.Metrics(app)
     return access_log.setup(app, conf)

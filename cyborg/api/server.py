@@ -34,6 +34,7 @@ from oslo_service import service
 from cyborg.api import app as api_app
 from cyborg.api import http_limits
 from cyborg.common import keys
+from cyborg.common import metrics
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
 
@@ -211,6 +212,15 @@ def _log_cheroot_error(msg='', level=std_logging.INFO, traceback=False):
     LOG.log(level, 'cheroot: %s', msg, exc_info=traceback)
 
 
+def serve_metrics(conf, workers):
+    """The API's [metrics] listener, in its one worker. With several,
+    the parent serves the sum of theirs
+    (:func:`cyborg.common.metrics.serve_workers`)."""
+    if workers > 1:
+        return None
+    return metrics.serve(conf)
+
+
 class APIService(service.Service):
     """The API in one worker process, for ``cyborg.common.service.launch``.
 
@@ -230,6 +240,7 @@ class APIService(service.Service):
         self.listener = listen_or_exit(conf.api.host_ip, conf.api.port,
                                        conf.prog or 'cyborg-api')
         self.server = None
+        self.metrics = None
 
     def start(self):
         super().start()
@@ -241,10 +252,13 @@ class APIService(service.Service):
                                  listener=self.listener,
                                  limits=http_limits.limits_from(self.conf))
         self.server.start()
+        self.metrics = serve_metrics(self.conf, self.workers)
 
     def stop(self, graceful=True):
         if self.server is not None:
             self.server.stop()
+        if self.metrics is not None:
+            self.metrics.stop()
         super().stop(graceful=graceful)
 
     def wait(self):

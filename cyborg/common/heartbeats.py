@@ -87,6 +87,7 @@ from oslo_log import log as logging
 import oslo_messaging as messaging
 
 from cyborg.common import keys
+from cyborg.common import metrics
 from cyborg.common import rabbit
 from cyborg.common import signing
 
@@ -453,11 +454,13 @@ class Consumer(threading.Thread):
             context, body = decode(raw)
             hostname, sent = self.verifier.heartbeat(context, body)
         except signing.Refused as e:
+            metrics.HEARTBEATS.labels('refused').inc()
             self.refusals.refused(e, METHOD)
             return
         except (ValueError, TypeError, AttributeError, KeyError,
                 RecursionError) as e:
             # RecursionError: JSON nested deeper than the decoder goes.
+            metrics.HEARTBEATS.labels('refused').inc()
             self.refusals.refused(signing.Refused(
                 'malformed heartbeat: %s' % e), METHOD)
             return

@@ -12,6 +12,7 @@ from oslo_messaging import transport as msg_transport
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import keys
+from cyborg.common import metrics
 from cyborg.common import rabbit
 from cyborg.common import signing
 from cyborg.objects import base as objects_base
@@ -181,10 +182,11 @@ class SigningTransport(msg_transport.RPCTransport):
         if key_list is not None:
             ctxt = signing.sign(key_list, sender, signed_for, ctxt, message,
                                 reply=call)
-        result = super()._send(target, ctxt, message, *args, **kwargs)
-        if not call:
-            return result
-        return self._open_reply(result, ctxt, message, target, key_list)
+        with metrics.rpc_client(message.get('method'), call):
+            result = super()._send(target, ctxt, message, *args, **kwargs)
+            if not call:
+                return result
+            return self._open_reply(result, ctxt, message, target, key_list)
 
     def _open_reply(self, result, ctxt, message, target, key_list):
         """The result of a call, once its signature is checked: a reply
@@ -208,6 +210,7 @@ class SigningTransport(msg_transport.RPCTransport):
             refused = signing.Refused('an unsigned reply')
         refused.claimed = '%s on %s' % (target.server or 'a server',
                                         target.topic)
+        metrics.count_refusal('caller', refused.reason)
         signing.log_refusal(refused, method, 'caller')
         raise exception.RPCRefused(reason='%s to %s' % (refused.reason,
                                                         method))
@@ -309,8 +312,10 @@ class SignedDispatcher(dispatcher.RPCDispatcher):
             refused = None
         if refused is not None:
             self._refuse(refused, method)
-        return self.serializer.serialize_entity(context,
-                                                func(context, **kwargs))
+        # Counted once found on an endpoint: a bounded name.
+        with metrics.rpc_server(method):
+            result = func(context, **kwargs)
+        return self.serializer.serialize_entity(context, result)
 
     def _refuse(self, refused, method):
         self.verifier.log_refusal(refused, method)

@@ -17,6 +17,7 @@ from oslo_service import service
 from cyborg.common import config_check
 from cyborg.common import exception
 from cyborg.common import keys
+from cyborg.common import metrics
 from cyborg.common import rpc
 from cyborg.common import stopping
 from cyborg import conf as cyborg_conf
@@ -92,6 +93,7 @@ class RPCService(service.Service):
         self.conf = conf
         self.rpcserver = None
         self.timers = []
+        self.metrics = None
 
     def identity(self):
         """Who this service is on RPC: the conductor, or the agent of its
@@ -102,6 +104,7 @@ class RPCService(service.Service):
 
     def start(self):
         super().start()
+        self.metrics = metrics.serve(self.conf)
         if not rpc.initialized():
             rpc.init(self.conf, identity=self.identity())
         target = messaging.Target(topic=rpc.topic(self.conf, self.topic),
@@ -150,6 +153,8 @@ class RPCService(service.Service):
         if del_host:
             bounded('%s.del_host' % type(self.manager).__name__, del_host,
                     deadline)
+        if self.metrics is not None:
+            self.metrics.stop()
         super().stop(graceful=graceful)
         LOG.info('Stopped %s on topic %s', type(self.manager).__name__,
                  self.topic)

@@ -45,6 +45,7 @@ from oslo_serialization import jsonutils
 
 from cyborg.common import exception
 from cyborg.common import keys
+from cyborg.common import metrics
 
 LOG = logging.getLogger(__name__)
 SECURITY_LOG = logging.getLogger('cyborg.security')
@@ -453,6 +454,7 @@ class RefusalLog:
         self._count = 0
 
     def refused(self, refused, method):
+        metrics.count_refusal(self.role, refused.reason)
         now = self.clock()
         with self._lock:
             self._count += 1

@@ -19,12 +19,14 @@ too long; both send Nova the events it has not had yet.
 """
 
 import datetime
+import time
 
 from oslo_log import log as logging
 from oslo_utils import timeutils
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.common import metrics
 from cyborg.common import profile_groups
 from cyborg.common import states
 from cyborg.conductor import agents as agent_gateway
@@ -80,20 +82,33 @@ class Binding:
                  if values is not None}
         if not binds:
             return
-        claims, failed = db_arqs.bind(context, binds, project_id,
-                                      self.conf.host, _ready,
-                                      new_instances_only)
+        started = time.monotonic()
+        try:
+            claims, failed = db_arqs.bind(context, binds, project_id,
+                                          self.conf.host, _ready,
+                                          new_instances_only)
+        except Exception:
+            metrics.BINDS.labels('error').inc(len(binds))
+            raise
         for uuid in failed:
             LOG.warning('Binding ARQ %s failed: no free attach handle on '
                         'provider %s', uuid, binds[uuid]['device_rp_uuid'])
+        # Those neither failed nor claimed for a device to prepare are
+        # Bound already.
+        bound = len(binds) - len(failed) - len(claims)
+        failed = len(failed)
         if claims:
-            self._prepare_all(context, claims)
+            prepared, unprepared = self._prepare_all(context, claims)
+            bound, failed = bound + prepared, failed + unprepared
+        metrics.BINDS.labels(states.BOUND).inc(bound)
+        metrics.BINDS.labels(states.BIND_FAILED).inc(failed)
+        metrics.BIND_DURATION.observe(time.monotonic() - started)
         self.events.post({values['instance_uuid']
                           for values in binds.values()})
 
     def _prepare_all(self, context, claims):
         """Prepare the devices of the ARQs left BindStarted, then finish
-        their binds together."""
+        their binds together; how many were bound and failed."""
         bound, failed = [], []
         for claim in claims:
             try:
@@ -106,9 +121,12 @@ class Binding:
                 LOG.info('ARQ %s bound to %s', claim.arq.uuid,
                          claim.deployable.name)
                 bound.append(claim.arq.uuid)
-        for uuid in db_arqs.finish_binds(context, bound, failed):
+        changed = db_arqs.finish_binds(context, bound, failed)
+        for uuid in changed:
             LOG.info('ARQ %s changed while its device was prepared; it is '
                      'left as it is', uuid)
+        changed = set(changed)
+        return (len(set(bound) - changed), len(set(failed) - changed))
 
     def _fail(self, context, uuid):
         try:

@@ -26,6 +26,7 @@ import uuid
 from oslo_log import log as logging
 
 from cyborg.common import context as cyborg_context
+from cyborg.common import metrics
 from cyborg.db import leases as db_leases
 
 LOG = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class Lease:
                                 'periodic checks to another conductor',
                                 self.holder)
             self._held = held
+            metrics.LEASE_HELD.labels(self.name).set(int(held))
             self._next = now + seconds / 3.0
             return held
 
@@ -80,6 +82,7 @@ class Lease:
             # Left to the others: not taken back before a third of the
             # timeout (a conductor that stops asks no more).
             self._held = False
+            metrics.LEASE_HELD.labels(self.name).set(0)
             self._next = (time.monotonic()
                           + self.conf.conductor.periodic_lease_timeout / 3.0)
         db_leases.release(cyborg_context.get_admin_context(), self.name,

@@ -20,6 +20,7 @@ from oslo_utils import timeutils
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.common import metrics
 from cyborg.common import notifications
 from cyborg.conductor import agents as agent_gateway
 from cyborg.db import api as db_api
@@ -141,6 +142,7 @@ class Liveness:
     def heartbeat(self, context, hostname):
         """Note that ``hostname`` was heard; written by the next
         ``flush_heartbeats`` (at once with a flush interval of 0)."""
+        metrics.HEARTBEATS.labels('accepted').inc()
         self.heard.add(hostname, timeutils.utcnow())
         if not self.conf.conductor.heartbeat_flush_interval:
             self.flush_heartbeats(context)
@@ -150,6 +152,7 @@ class Liveness:
         when it signed it (``sent``, seconds since the epoch), or now if
         that is later (a clock ahead of ours): a heartbeat replayed later
         never makes the host look heard after it sent it."""
+        metrics.HEARTBEATS.labels('accepted').inc()
         now = timeutils.utcnow()
         signed = datetime.datetime.fromtimestamp(
             sent, datetime.timezone.utc).replace(tzinfo=None)

@@ -33,6 +33,7 @@ from cyborg.conductor import binding
 from cyborg.conductor import device_profiles
 from cyborg.conductor import devices
 from cyborg.conductor import drivers
+from cyborg.conductor import gauges
 from cyborg.conductor import inventory
 from cyborg.conductor import leases
 from cyborg.conductor import liveness
@@ -86,6 +87,8 @@ class ConductorManager:
         self.lease = leases.Lease(conf)
         #: The heartbeat channel's consumer (None: heartbeats by RPC only).
         self.heartbeats = None
+        #: The gauges read at a scrape (None without [metrics]).
+        self.gauges = None
         #: Where the RPC server notes the signed messages it took, so
         #: that each runs once among all conductors (read by
         #: cyborg.common.service; private: no RPC method). None on an
@@ -99,6 +102,7 @@ class ConductorManager:
         read the heartbeat channel (with RabbitMQ)."""
         self.liveness.check_timing()
         self.binding.recover(cyborg_context.get_admin_context())
+        self.gauges = gauges.start(self.conf)
         if rpc.initialized():
             self.heartbeats = heartbeats.start(
                 self.conf, rpc.key_store(), self.liveness.heard_at)
@@ -107,6 +111,8 @@ class ConductorManager:
         """Write the heartbeats heard; give the Nova events of committed
         binds a moment to go out: those that do not are sent by the next
         start or periodic check."""
+        gauges.stop(self.gauges)
+        self.gauges = None
         if self.heartbeats is not None:
             self.heartbeats.stop()
             self.heartbeats.join(heartbeats.Consumer.TICK)

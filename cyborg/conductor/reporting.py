@@ -63,6 +63,7 @@ from oslo_log import log as logging
 from cyborg.common import coalesce
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.common import metrics
 from cyborg.common import notifications
 from cyborg.conductor import placement_service
 from cyborg.conductor import placement_sync
@@ -278,14 +279,20 @@ class Reporting:
         the host replaced it (the agent then sends its report again).
         What fails the report's schema is dropped first (``report_checks``).
         """
-        devices = report_checks.checked(hostname, devices)
-        outcome = self.batches.submit(
-            Report(context, hostname, devices, report_hash, report_seq,
-                   hardware))
-        if outcome is ALONE:
-            outcome = reconcile(context, hostname, devices, report_hash,
-                                new_device_status(self.conf), report_seq,
-                                hardware)
+        metrics.REPORTS_RECEIVED.inc()
+        try:
+            devices = report_checks.checked(hostname, devices)
+            outcome = self.batches.submit(
+                Report(context, hostname, devices, report_hash, report_seq,
+                       hardware))
+            if outcome is ALONE:
+                outcome = reconcile(context, hostname, devices, report_hash,
+                                    new_device_status(self.conf),
+                                    report_seq, hardware)
+        except Exception:
+            metrics.REPORTS.labels('failed').inc()
+            raise
+        metrics.REPORTS.labels(outcome_label(outcome, report_hash)).inc()
         if isinstance(outcome, Done):
             return outcome.answer
         with self._syncing_lock:
@@ -424,6 +431,16 @@ class Reporting:
         # Reports keep coming; the last one's conductor catches up.
         LOG.info('Host %s keeps reporting; leaving its Placement sync to '
                  'its newest report', hostname)
+
+
+def outcome_label(outcome, report_hash):
+    """How ``cyborg_conductor_reports_total`` counts a report's
+    outcome: Done with its hash (the rows showed it: unchanged), Done
+    None (older than one applied, or a newer one came with it: refused),
+    or a Pending sync (the rows or Placement needed it: applied)."""
+    if isinstance(outcome, Done):
+        return 'unchanged' if outcome.answer == report_hash else 'refused'
+    return 'applied'
 
 
 def _newest_of_each_host(reports):

@@ -9,6 +9,7 @@ from cyborg.conf import conductor
 from cyborg.conf import database
 from cyborg.conf import default
 from cyborg.conf import drivers
+from cyborg.conf import metrics
 from cyborg.conf import nic
 from cyborg.conf import security
 from cyborg.conf import services
@@ -24,4 +25,5 @@ aio.register_opts(CONF)
 conductor.register_opts(CONF)
 database.register_opts(CONF)
 services.register_opts(CONF)
+metrics.register_opts(CONF)
 security.register_opts(CONF)

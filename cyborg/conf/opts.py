@@ -12,12 +12,13 @@ from cyborg.conf import conductor
 from cyborg.conf import database
 from cyborg.conf import default
 from cyborg.conf import drivers
+from cyborg.conf import metrics
 from cyborg.conf import nic
 from cyborg.conf import security
 from cyborg.conf import services
 
 _MODULES = (default, api, agent, aio, conductor, database, services,
-            drivers, nic, security)
+            drivers, nic, security, metrics)
 
 #: The option namespaces (entry points "oslo.config.opts") of cyborg and
 #: the libraries it configures: what etc/cyborg/cyborg-config-generator.conf

@@ -159,6 +159,17 @@ def bound_mdevs(context, hostname):
                                        b_state=states.BOUND)]
 
 
+_STATE_COUNTS = sa.select(_ARQ.c.state, sa.func.count()).group_by(
+    _ARQ.c.state)
+
+
+@db_api.reader
+def state_counts(context):
+    """Number of ARQs per state: one GROUP BY (the conductor's
+    metrics)."""
+    return dict(_run(context, _STATE_COUNTS).all())
+
+
 @db_api.reader
 def get(context, uuid, project_id=None):
     found = _select_views(context, uuid=uuid, project_id=project_id)

@@ -23,6 +23,7 @@ import sqlalchemy as sa
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
+from cyborg.common import metrics
 
 # Our request contexts carry oslo.db transactions (``context.session``).
 enginefacade.transaction_context_provider(cyborg_context.RequestContext)
@@ -179,7 +180,33 @@ def configure(conf):
     context_manager.configure(**options)
     context_manager.append_on_engine_create(keep_sqlite_open)
     context_manager.append_on_engine_create(ping_only_idle)
+    context_manager.append_on_engine_create(count_statements)
     _CONFIGURED.append(True)
+
+
+_STARTED = 'cyborg_statement_started'
+
+
+def count_statements(engine):
+    """Count and time every statement ``engine`` runs
+    (``cyborg_db_statements_total``): two listeners, no query."""
+    sa.event.listen(engine, 'before_cursor_execute', _statement_starts)
+    sa.event.listen(engine, 'after_cursor_execute', _statement_ends)
+
+
+def _statement_starts(_conn, _cursor, _statement, _params, context,
+                      _many):
+    if context is not None:
+        context.__dict__[_STARTED] = time.monotonic()
+
+
+def _statement_ends(_conn, _cursor, statement, _params, context, _many):
+    kind = metrics.statement_kind(statement)
+    metrics.DB_STATEMENTS.labels(kind).inc()
+    started = (context.__dict__.get(_STARTED) if context is not None
+               else None)
+    if started is not None:
+        metrics.DB_DURATION.labels(kind).observe(time.monotonic() - started)
 
 
 #: A pooled server connection idle longer than this is checked (one

@@ -305,6 +305,22 @@ def _drivers_of(context, host_ids):
 
 
 @db_api.reader
+def heartbeat_ages(context, bounds):
+    """How many hosts were last heard at most each of ``bounds``
+    (seconds, ascending) ago, and how many hosts there are: one row of
+    sums, whatever the number of hosts (the conductor's metrics)."""
+    now = timeutils.utcnow()
+    seen = models.Host.last_seen_at
+    columns = [sa.func.count(models.Host.id)] + [
+        sa.func.coalesce(sa.func.sum(sa.case(
+            (seen >= now - datetime.timedelta(seconds=bound), 1),
+            else_=0)), 0)
+        for bound in bounds]
+    total, *within = context.session.execute(sa.select(*columns)).one()
+    return [int(count) for count in within], int(total)
+
+
+@db_api.reader
 def status_counts(context):
     """Number of hosts per status; a cheap query for health checks."""
     rows = (context.session.query(models.Host.status,

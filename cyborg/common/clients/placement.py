@@ -4,6 +4,7 @@ Every request names its microversion; any answer that is not a success
 becomes exception.PlacementError with the status and Placement's detail.
 """
 
+import time
 from urllib import parse
 
 from keystoneauth1 import loading as ks_loading
@@ -12,6 +13,7 @@ import openstack
 
 from cyborg.common.clients import environment
 from cyborg.common import exception
+from cyborg.common import metrics
 
 GROUP = 'placement'
 # Connections kept open to Placement: as many as the threads that may
@@ -58,17 +60,40 @@ def is_conflict(error, code=None):
     return code is None or code in (kwargs.get('codes') or [])
 
 
+def _counted(method, url, send):
+    """``send()``'s response (of ``method`` on ``url``), counted and
+    timed by route template and status."""
+    route = metrics.placement_route(url)
+    started = time.monotonic()
+    status = 'error'  # no answer
+    try:
+        response = send()
+        status = str(response.status_code)
+    finally:
+        metrics.PLACEMENT.labels(method, route, status).inc()
+        metrics.PLACEMENT_DURATION.labels(method, route).observe(
+            time.monotonic() - started)
+    return response
+
+
+def _send(client, method, url, microversion, **kwargs):
+    """The response (any status) of ``client.get``, ``post``, ``put``
+    or ``delete`` (``method``), counted."""
+    verb = getattr(client, method.lower())
+    return _counted(method, url, lambda: verb(
+        url, microversion=microversion, raise_exc=False, **kwargs))
+
+
 def _request(client, method, url, microversion, **kwargs):
-    response = client.request(url, method, microversion=microversion,
-                              raise_exc=False, **kwargs)
+    response = _counted(method, url, lambda: client.request(
+        url, method, microversion=microversion, raise_exc=False, **kwargs))
     return _check(response, method, url)
 
 
 def find_provider(client, name):
     """The provider named ``name`` as a dict, or None."""
     url = '/resource_providers?name=%s' % parse.quote(name, safe='')
-    response = _check(client.get(url, microversion='1.14',
-                                 raise_exc=False), 'GET', url)
+    response = _check(_send(client, 'GET', url, '1.14'), 'GET', url)
     providers = response.json()['resource_providers']
     return providers[0] if providers else None
 
@@ -79,8 +104,8 @@ def create_provider(client, name, uuid=None, parent_uuid=None):
         body['uuid'] = uuid
     if parent_uuid:
         body['parent_provider_uuid'] = parent_uuid
-    response = _check(client.post('/resource_providers', json=body,
-                                  microversion='1.20', raise_exc=False),
+    response = _check(_send(client, 'POST', '/resource_providers', '1.20',
+                            json=body),
                       'POST', '/resource_providers')
     return response.json()
 
@@ -88,7 +113,7 @@ def create_provider(client, name, uuid=None, parent_uuid=None):
 def get_provider(client, uuid):
     """The provider ``uuid`` as a dict, or None."""
     url = '/resource_providers/%s' % uuid
-    response = client.get(url, microversion='1.14', raise_exc=False)
+    response = _send(client, 'GET', url, '1.14')
     if response.status_code == 404:
         return None
     return _check(response, 'GET', url).json()
@@ -156,7 +181,7 @@ def delete_provider(client, uuid):
     """Delete a provider; True if it was there. A provider with
     allocations raises PlacementError with status 409."""
     url = '/resource_providers/%s' % uuid
-    response = client.delete(url, microversion='1.26', raise_exc=False)
+    response = _send(client, 'DELETE', url, '1.26')
     if response.status_code == 404:
         return False
     _check(response, 'DELETE', url)
@@ -169,7 +194,7 @@ def get_traits(client, uuid):
     """``(set of trait names, generation)`` of provider ``uuid``, or
     None when there is no such provider."""
     url = '/resource_providers/%s/traits' % uuid
-    response = client.get(url, microversion='1.6', raise_exc=False)
+    response = _send(client, 'GET', url, '1.6')
     if response.status_code == 404:
         return None
     body = _check(response, 'GET', url).json()
@@ -182,7 +207,7 @@ def get_allocations(client, uuid):
     """``{consumer uuid: {resource class: amount}}`` of provider
     ``uuid``, or None when there is no such provider."""
     url = '/resource_providers/%s/allocations' % uuid
-    response = client.get(url, microversion='1.0', raise_exc=False)
+    response = _send(client, 'GET', url, '1.0')
     if response.status_code == 404:
         return None
     body = _check(response, 'GET', url).json()
@@ -198,8 +223,8 @@ def allocation_candidates(client, query):
     """The first allocation request Placement offers for ``query`` (a
     dict of query parameters, granular groups allowed), or None."""
     url = '/allocation_candidates'
-    response = client.get(url, params=dict(query, limit=1),
-                          microversion=CANDIDATES_VERSION, raise_exc=False)
+    response = _send(client, 'GET', url, CANDIDATES_VERSION,
+                     params=dict(query, limit=1))
     body = _check(response, 'GET', url).json()
     requests = body.get('allocation_requests') or []
     return requests[0] if requests else None
@@ -209,9 +234,8 @@ def get_consumer_allocations(client, consumer):
     """``(allocations, generation, project_id, user_id)`` of a consumer;
     ``({}, None, None, None)`` when it has none."""
     url = '/allocations/%s' % consumer
-    body = _check(client.get(url, microversion=CONSUMER_VERSION,
-                             raise_exc=False),
-                  'GET', url).json()
+    body = _check(_send(client, 'GET', url, CONSUMER_VERSION), 'GET',
+                  url).json()
     return (body.get('allocations', {}), body.get('consumer_generation'),
             body.get('project_id'), body.get('user_id'))
 
@@ -223,5 +247,4 @@ def put_consumer_allocations(client, consumer, allocations, generation,
     url = '/allocations/%s' % consumer
     body = {'allocations': allocations, 'consumer_generation': generation,
             'project_id': project_id, 'user_id': user_id}
-    _check(client.put(url, json=body, microversion=CONSUMER_VERSION,
-                      raise_exc=False), 'PUT', url)
+    _check(_send(client, 'PUT', url, CONSUMER_VERSION, json=body), 'PUT', url)

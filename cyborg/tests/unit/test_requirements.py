@@ -36,6 +36,9 @@ PRIVATE_USERS = {
     'oslo.config': ('oslo_config', 'ConfigOpts._namespace, its _parsed, '
                                    'generator._list_opts '
                                    '(common/config_check.py)'),
+    'prometheus-client': ('prometheus_client',
+                          'values.ValueClass, chosen again for the API '
+                          "workers' multiprocess mode (common/metrics.py)"),
 }
 
 #: Top-level modules whose private names only the tests use, with which:
