@@ -235,6 +235,9 @@ class _BrokerBoundary(test_host_identity.CompromisedHost):
         for queue in ('cyborg-conductor.ctl-1', 'cyborg-conductor.ctl-2'):
             self.publish('hostA', queue, _envelope(raw))
         wait_for(lambda: self.replays_refused() == 1, timeout=30)
+        # The conductor that claimed it may still be making the ARQ when
+        # the other has refused it.
+        wait_for(lambda: self.arq_count() > before, timeout=30)
         self.assertEqual(before + 1, self.arq_count())
         self.attempt('relay a signed API message to two conductors',
                      'ran once, refused by the other')

@@ -323,15 +323,21 @@ class CyborgAPIProcess(base.TestCase):
     def _config(self, **api):
         path = os.path.join(self.useFixture(
             fixtures.TempDir()).path, 'cyborg.conf')
-        # A database at head: the API refuses to start without one.
-        db = self.useFixture(cyborg_fixtures.Database(self, 'sqlite'))
         lines = ['[DEFAULT]', 'auth_strategy = noauth',
                  'transport_url = fake:/', '[database]',
-                 'connection = ' + db.url, '[api]']
+                 'connection = ' + self._database().url, '[api]']
         lines += ['%s = %s' % item for item in sorted(api.items())]
         with open(path, 'w') as f:
             f.write('\n'.join(lines) + '\n')
         return path
+
+    def _database(self):
+        """A database at head (the API refuses to start without one), one
+        per test: the fixture patches the engine of this process, once."""
+        if getattr(self, '_db', None) is None:
+            self._db = self.useFixture(cyborg_fixtures.Database(self,
+                                                                'sqlite'))
+        return self._db
 
     def _start(self, workers, port=None, stderr=subprocess.STDOUT):
         """``cyborg-api`` on ``port`` (a free one by default); its output
