@@ -54,6 +54,10 @@ def default_workers():
     return min(os.cpu_count() or 1, MAX_DEFAULT_WORKERS)
 
 
+#: Seconds a stopping server gives the requests it is serving.
+SHUTDOWN_TIMEOUT = 1.5
+
+
 class CannotListen(OSError):
     """The server cannot listen on its address; one line that names it."""
 
@@ -154,6 +158,10 @@ class WSGIServer:
                          server_name=self.name,
                          request_queue_size=LISTEN_BACKLOG)
         server.listener = listener
+        # What stop() gives requests in progress: within the daemons'
+        # stop deadline (cyborg.common.service.STOP_TIMEOUT), not
+        # cheroot's 5 s.
+        server.shutdown_timeout = SHUTDOWN_TIMEOUT
         server.error_log = _log_cheroot_error
         server.gateway = _Gateway
         http_limits.configure(server, self.limits)
