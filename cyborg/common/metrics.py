@@ -152,32 +152,28 @@ def placement_route(url):
 
 
 @contextlib.contextmanager
+def _counted(counter, histogram, labels):
+    """Count (``outcome`` ok or error, after ``labels``) and time what
+    runs inside."""
+    started = time.monotonic()
+    outcome = 'error'
+    try:
+        yield
+        outcome = 'ok'
+    finally:
+        counter.labels(*labels, outcome).inc()
+        histogram.labels(*labels).observe(time.monotonic() - started)
+
+
 def rpc_client(method, call):
     """Count and time one message sent (a call waits for its reply)."""
-    kind = 'call' if call else 'cast'
-    started = time.monotonic()
-    outcome = 'error'
-    try:
-        yield
-        outcome = 'ok'
-    finally:
-        RPC_CLIENT.labels(method, kind, outcome).inc()
-        RPC_CLIENT_DURATION.labels(method, kind).observe(
-            time.monotonic() - started)
+    return _counted(RPC_CLIENT, RPC_CLIENT_DURATION,
+                    (method, 'call' if call else 'cast'))
 
 
-@contextlib.contextmanager
 def rpc_server(method):
     """Count and time one RPC method run by this server."""
-    started = time.monotonic()
-    outcome = 'error'
-    try:
-        yield
-        outcome = 'ok'
-    finally:
-        RPC_SERVER.labels(method, outcome).inc()
-        RPC_SERVER_DURATION.labels(method).observe(
-            time.monotonic() - started)
+    return _counted(RPC_SERVER, RPC_SERVER_DURATION, (method,))
 
 
 class ScrapeGauges:
