@@ -1,7 +1,8 @@
 """cyborg-api: the REST API, served by cheroot.
 
 One worker (``[api] api_workers = 1``) serves from this process; more
-are forked by oslo.service's launcher and share the port.
+are forked by oslo.service's launcher and serve the listening socket this
+process made.
 """
 
 import sys

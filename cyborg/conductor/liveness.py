@@ -22,6 +22,7 @@ from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import metrics
 from cyborg.common import notifications
+from cyborg.common import signing
 from cyborg.conductor import agents as agent_gateway
 from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
@@ -29,6 +30,8 @@ from cyborg.objects import host as host_obj
 
 LOG = logging.getLogger(__name__)
 
+#: A refusal names the host and two agent ids: room for all three.
+AGENT_CONFLICT_LOG_LIMIT = 1000
 #: The longest agent id kept (``hosts.agent_id``).
 AGENT_ID_MAX = 255
 
@@ -129,7 +132,9 @@ class Liveness:
                 live_for=self.conf.conductor.host_down_timeout)
         except exception.AgentConflict as e:
             # The refused agent is told, and stops.
-            LOG.warning('Refused the hello of a second agent: %s', e)
+            # The agent ids come from the hosts: escaped, as wire values.
+            LOG.warning('Refused the hello of a second agent: %s',
+                        signing.loggable(str(e), AGENT_CONFLICT_LOG_LIMIT))
             raise
         LOG.info('Agent on host %s said hello with drivers %s',
                  hello.hostname, ', '.join(

@@ -180,8 +180,15 @@ def configure(conf):
     context_manager.configure(**options)
     context_manager.append_on_engine_create(keep_sqlite_open)
     context_manager.append_on_engine_create(ping_only_idle)
-    context_manager.append_on_engine_create(count_statements)
+    if _metrics_enabled(conf):
+        # Two listeners on every statement: only when they are served.
+        context_manager.append_on_engine_create(count_statements)
     _CONFIGURED.append(True)
+
+
+def _metrics_enabled(conf):
+    group = getattr(conf, 'metrics', None)
+    return bool(group is not None and group.enabled)
 
 
 _STARTED = 'cyborg_statement_started'

@@ -33,7 +33,8 @@ PRIVATE_USERS = {
     'PyMySQL': ('pymysql', 'Connection._create_ssl_ctx (db/api.py)'),
     'SQLAlchemy': ('sqlalchemy', 'engine.pool._pre_ping (db/api.py)'),
     'pecan': ('pecan', 'pecan.core.getargspec, replaced (api/app.py)'),
-    'oslo.config': ('oslo_config', 'ConfigOpts._namespace, its _parsed, '
+    'oslo.config': ('oslo_config', 'ConfigOpts._namespace, its _parsed '
+                                   'and _sections_to_file, '
                                    'generator._list_opts '
                                    '(common/config_check.py)'),
     'prometheus-client': ('prometheus_client',
