@@ -57,6 +57,33 @@ def _database_url(server_url, name):
     return sa.engine.make_url(server_url).set(database=name)
 
 
+def server_database(owner, backend, prefix='cyborg_test'):
+    """A new database ``<prefix>_<hex>`` on the shared server of
+    ``backend`` ('mysql' or 'postgresql'), dropped when ``owner`` (a test
+    or a fixture) cleans up; its URL. ``owner`` is skipped, or fails
+    under CYBORG_TEST_REQUIRE_SERVICES, where the server does not
+    answer."""
+    test = getattr(owner, 'test', owner)
+    server_url = services.require(test, backend)
+    name = '%s_%s' % (prefix, uuid.uuid4().hex[:12])
+    admin = sa.create_engine(server_url, isolation_level='AUTOCOMMIT')
+    with admin.connect() as connection:
+        connection.execute(sa.text('CREATE DATABASE %s' % name))
+
+    def drop():
+        with admin.connect() as connection:
+            if backend == 'postgresql':
+                connection.execute(sa.text(
+                    'DROP DATABASE IF EXISTS %s WITH (FORCE)' % name))
+            else:
+                connection.execute(sa.text(
+                    'DROP DATABASE IF EXISTS %s' % name))
+        admin.dispose()
+    owner.addCleanup(drop)
+    return _database_url(server_url, name).render_as_string(
+        hide_password=False)
+
+
 class Database(fixtures.Fixture):
     """A fresh, empty database that cyborg's engine points at.
 
@@ -111,24 +138,7 @@ class Database(fixtures.Fixture):
         self.addCleanup(db_api.context_manager.patch_engine(self.engine))
 
     def _create_server_database(self):
-        server_url = services.require(self.test, self.backend)
-        name = 'cyborg_test_%s' % uuid.uuid4().hex[:12]
-        admin = sa.create_engine(server_url, isolation_level='AUTOCOMMIT')
-        with admin.connect() as connection:
-            connection.execute(sa.text('CREATE DATABASE %s' % name))
-
-        def drop():
-            with admin.connect() as connection:
-                if self.backend == 'postgresql':
-                    connection.execute(sa.text(
-                        'DROP DATABASE IF EXISTS %s WITH (FORCE)' % name))
-                else:
-                    connection.execute(sa.text(
-                        'DROP DATABASE IF EXISTS %s' % name))
-            admin.dispose()
-        self.addCleanup(drop)
-        return _database_url(server_url, name).render_as_string(
-            hide_password=False)
+        return server_database(self, self.backend)
 
 
 def start_rpc_service(test, manager, topic, host):

@@ -27,19 +27,7 @@ from cyborg.tests.functional import faults
 def server_database(test, schema=True):
     """A database ``h40health_<hex>`` of the test's own on the shared
     MariaDB, dropped after it; with ``schema``, at head. Its URL."""
-    server = services.require(test, 'mysql')
-    name = 'h40health_%s' % uuid.uuid4().hex[:12]
-    admin = sa.create_engine(server, isolation_level='AUTOCOMMIT')
-    test.addCleanup(admin.dispose)
-    with admin.connect() as connection:
-        connection.execute(sa.text('CREATE DATABASE %s' % name))
-
-    def drop():
-        with admin.connect() as connection:
-            connection.execute(sa.text('DROP DATABASE IF EXISTS %s' % name))
-    test.addCleanup(drop)
-    url = sa.engine.make_url(server).set(database=name).render_as_string(
-        hide_password=False)
+    url = cyborg_fixtures.server_database(test, 'mysql', 'h40health')
     if schema:
         engine = sa.create_engine(url)
         try:

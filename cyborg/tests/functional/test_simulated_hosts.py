@@ -8,7 +8,6 @@ hosts."""
 
 import os
 import sys
-import uuid
 
 import fixtures
 import sqlalchemy as sa
@@ -25,7 +24,6 @@ from cyborg.tests.functional import daemons
 from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import test_daemons
 from cyborg.tests.functional.test_hello import wait_for
-from cyborg.tests import services
 
 HOSTS = 50
 # Generous: these are waits for what must happen, on a loaded machine.
@@ -60,19 +58,8 @@ class SeparatePlacement(placement_fixture.Placement):
         self.test = test
 
     def _setUp(self):
-        server_url = services.require(self.test, 'mysql')
-        name = 'placement_test_%s' % uuid.uuid4().hex[:12]
-        admin = sa.create_engine(server_url, isolation_level='AUTOCOMMIT')
-        self.addCleanup(admin.dispose)
-        with admin.connect() as connection:
-            connection.execute(sa.text('CREATE DATABASE %s' % name))
-
-        def drop():
-            with admin.connect() as connection:
-                connection.execute(sa.text('DROP DATABASE IF EXISTS %s'
-                                           % name))
-        self.addCleanup(drop)
-        url = cyborg_fixtures._database_url(server_url, name)
+        url = sa.engine.make_url(cyborg_fixtures.server_database(
+            self, 'mysql', 'placement_test'))
         state_dir = self.useFixture(fixtures.TempDir()).path
         port = daemons.free_port()
         server = daemons.Daemon(
