@@ -17,6 +17,14 @@
 # needs nothing more for tools/aio. pip's progress is shown, less the
 # lines about what is installed already. Delete .venv to start from
 # scratch.
+#
+# Everything is installed with an OpenStack release's upper-constraints,
+# as devstack and kolla source builds install a service ("pip install -c"):
+# by default the newest one kept in tools/lib/constraints/ (master of
+# August 2026, the nearest to 2026.2). CYBORG_CONSTRAINTS names another
+# file (tools/lib/constraints/upper-constraints-2026.1.txt for the release
+# before) or "none" for the newest releases PyPI has. The file is part of
+# the stamps' hash, so changing it reinstalls.
 
 # The sha256 of the files named, one after another.
 cyborg_hash() {
@@ -33,9 +41,25 @@ cyborg_pip() {
         | sed -u '/^Requirement already satisfied/d'
 }
 
+# The constraints file cyborg_venv installs with, or nothing for "none".
+cyborg_constraints() {
+    local top=$1
+    local file=${CYBORG_CONSTRAINTS:-$top/tools/lib/constraints/upper-constraints-master-2026-08.txt}
+    if [ "$file" = none ]; then
+        return 0
+    fi
+    if [ ! -f "$file" ]; then
+        echo "CYBORG_CONSTRAINTS names $file, which is not a file" >&2
+        return 1
+    fi
+    (cd "$(dirname "$file")" && echo "$PWD/$(basename "$file")")
+}
+
 cyborg_venv() {
     local top=$1
     local part=${2:-run}
+    local constraints
+    local -a with=()
     local venv="$top/.venv"
     local stamp="$venv/.cyborg-installed"
     local run_stamp="$venv/.cyborg-run-installed"
@@ -51,19 +75,26 @@ cyborg_venv() {
         rm -f "$stamp" "$run_stamp"
     fi
 
+    constraints=$(cyborg_constraints "$top") || return 1
+    if [ -n "$constraints" ]; then
+        with=(-c "$constraints")
+        echo "==> installing with the constraints of $constraints"
+    fi
     want=$(cyborg_hash "$top/requirements.txt" \
-        "$top/test-requirements.txt" "$top/setup.cfg")
+        "$top/test-requirements.txt" "$top/setup.cfg" ${constraints:+"$constraints"})
     if [ "$want" = "$(cat "$stamp" 2>/dev/null)" ]; then
         echo "==> virtualenv $venv is up to date"
         return 0
     fi
-    want_run=$(cyborg_hash "$top/requirements.txt" "$top/setup.cfg")
+    want_run=$(cyborg_hash "$top/requirements.txt" "$top/setup.cfg" \
+        ${constraints:+"$constraints"})
     if [ "$want_run" != "$(cat "$run_stamp" 2>/dev/null)" ]; then
         echo "==> upgrading pip"
         "$venv/bin/python" -m pip install -q --upgrade pip
         echo "==> installing what cyborg needs to run (requirements.txt)" \
             "and cyborg into $venv; a few minutes the first time"
-        cyborg_pip "$venv" -r "$top/requirements.txt" -e "$top"
+        cyborg_pip "$venv" ${with[@]+"${with[@]}"} \
+            -r "$top/requirements.txt" -e "$top"
         echo "$want_run" > "$run_stamp"
     fi
     if [ "$part" != test ]; then
@@ -72,8 +103,8 @@ cyborg_venv() {
     fi
     echo "==> installing what the tests need (test-requirements.txt)" \
         "into $venv"
-    cyborg_pip "$venv" -r "$top/requirements.txt" \
-        -r "$top/test-requirements.txt"
+    cyborg_pip "$venv" ${with[@]+"${with[@]}"} \
+        -r "$top/requirements.txt" -r "$top/test-requirements.txt"
     echo "$want" > "$stamp"
     echo "==> virtualenv $venv is up to date"
 }
