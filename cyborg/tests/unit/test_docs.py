@@ -3,6 +3,7 @@ without a single Sphinx warning (what ``tox -e docs``, ``-e api-ref`` and
 ``-e releasenotes`` run), and the checked-in sample configuration and
 policy files are what the generators write today."""
 
+from importlib import metadata
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import sys
 import fixtures
 import testtools
 
+from cyborg.tests.unit import test_constraints
 from cyborg.tests.unit import test_hygiene
 
 TOP = test_hygiene.TOP
@@ -39,9 +41,44 @@ class DocsBuildTest(testtools.TestCase):
         self.build('releasenotes/source')
 
 
+#: The libraries whose options and rules the generators write beside
+#: cyborg's: their help texts and options change between releases.
+SAMPLE_LIBRARIES = ('keystoneauth1', 'keystonemiddleware', 'oslo.config',
+                    'oslo.db', 'oslo.log', 'oslo.messaging',
+                    'oslo.middleware', 'oslo.policy', 'oslo.service')
+
+
+def unlike_the_constraints(libraries=SAMPLE_LIBRARIES):
+    """'name installed, pinned' for each of ``libraries`` installed at
+    another version than the default upper-constraints pin, under which
+    the samples are written."""
+    pins = test_constraints.read_constraints(os.path.join(
+        test_constraints.CONSTRAINTS, test_constraints.FILES[-1]))
+    found = []
+    for name in libraries:
+        installed = metadata.version(name)
+        pinned = pins.get(name.replace('.', '-').lower())
+        if pinned is not None and str(pinned) != installed:
+            found.append('%s %s, pinned %s' % (name, installed, pinned))
+    return found
+
+
 class SamplesTest(testtools.TestCase):
     """etc/cyborg/*.sample are what ``tox -e genconfig`` and ``tox -e
-    genpolicy`` write today; regenerate them with those commands."""
+    genpolicy`` write today; regenerate them with those commands.
+
+    They are written with the libraries of the default upper-constraints
+    (what CI installs); where other versions are installed, as in a run
+    with the release before's constraints, the libraries' own help texts
+    differ, so the comparison is only made where they are the same."""
+
+    def setUp(self):
+        super().setUp()
+        other = unlike_the_constraints()
+        if other:
+            self.skipTest('the samples are written with the libraries of %s '
+                          'and these are installed at other versions: %s'
+                          % (test_constraints.FILES[-1], '; '.join(other)))
 
     def generate(self, tool, config):
         out = os.path.join(self.useFixture(fixtures.TempDir()).path,
