@@ -51,9 +51,36 @@ def _env():
     return env
 
 
+#: release: the Unavailable its virtualenv raised in this process.
+_FAILED = {}
+
+
+def prepare(release):
+    """Make the virtualenv of upstream ``release`` now if it is missing,
+    remembering why not. For a test class's ``setUpClass``: the first run
+    on a machine installs a whole OpenStack service from PyPI, which must
+    not happen inside a test's own timeout (``cyborg.tests.base``)."""
+    try:
+        venv(release)
+    except Unavailable:
+        pass
+
+
 def venv(release):
     """The bin directory of the virtualenv of upstream ``release``, made
-    if there is none yet (once: concurrent callers wait for the first)."""
+    if there is none yet (once: concurrent callers wait for the first).
+    A release that could not be made raises its Unavailable again, without
+    trying twice in one process."""
+    if release in _FAILED:
+        raise _FAILED[release]
+    try:
+        return _venv(release)
+    except Unavailable as e:
+        _FAILED[release] = e
+        raise
+
+
+def _venv(release):
     requirements = os.path.join(REQUIREMENTS, 'requirements-%s.txt' % release)
     with open(requirements, 'rb') as f:
         digest = hashlib.sha256(f.read()).hexdigest()[:16]
@@ -153,23 +180,32 @@ class Databases:
         self._made = {}
         self._directory = None
 
+    def make(self, release, backend):
+        """Make the Database of ``release`` on ``backend`` now, unless
+        made (or failed) already; what went wrong is kept for ``get``.
+        For ``setUpClass``: installing upstream, its migrations and the
+        fill take minutes on a loaded machine, more than a test's own
+        timeout (``cyborg.tests.base``) allows inside ``setUp``."""
+        key = (release, backend)
+        if key in self._made or services._reachable(backend) is not None:
+            return
+        database = Database(release, backend, services.URLS[backend])
+        if self._directory is None:
+            self._directory = tempfile.mkdtemp(prefix='cyborg-upstream-')
+        try:
+            self._made[key] = database.create(self._directory)
+        except Exception as e:
+            # Not again for every test of the module.
+            self._made[key] = e
+            database.drop()
+
     def get(self, test, release, backend):
         """The Database of ``release`` on ``backend``; skips (or fails,
         as ``services.require`` does) ``test`` when the server or
         upstream's installation is not available."""
-        key = (release, backend)
-        if key not in self._made:
-            server_url = services.require(test, backend)
-            database = Database(release, backend, server_url)
-            if self._directory is None:
-                self._directory = tempfile.mkdtemp(prefix='cyborg-upstream-')
-            try:
-                self._made[key] = database.create(self._directory)
-            except Exception as e:
-                # Not again for every test of the module.
-                self._made[key] = e
-                database.drop()
-        made = self._made[key]
+        services.require(test, backend)
+        self.make(release, backend)
+        made = self._made[(release, backend)]
         if isinstance(made, Unavailable):
             services.unavailable(test, str(made))
         if isinstance(made, Exception):

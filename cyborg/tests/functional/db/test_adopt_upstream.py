@@ -60,6 +60,13 @@ class _AdoptionTests:
     # Where upstream's database is; ``backend`` is cyborg's.
     upstream_backend = None
 
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        if cls.release is not None:
+            _DATABASES.make(cls.release,
+                            cls.upstream_backend or cls.backend)
+
     def setUp(self):
         super().setUp()
         self.upstream = _DATABASES.get(
@@ -498,6 +505,11 @@ class AdoptCommandTest(base.APIResourceTestCase):
 
     backend = 'mysql'
 
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        _DATABASES.make('17.0.0', cls.backend)
+
     def setUp(self):
         super().setUp()
         self.upstream = _DATABASES.get(self, '17.0.0', self.backend)
@@ -596,6 +608,11 @@ class UpstreamFakeDriverTest(base.APIResourceTestCase):
     upstream 17.0.0's fake driver does, on the same host."""
 
     backend = 'sqlite'
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        upstream.prepare('17.0.0')
 
     def test_our_card_is_upstreams_field_for_field(self):
         try:
