@@ -38,7 +38,7 @@ def cached_argspecs(getargspec):
 
 def cache_argspecs():
     """Have pecan look for each controller method's argument list once
-    (again: nothing more)."""
+    per function (a second call changes nothing)."""
     if not getattr(core.getargspec, 'cyborg_cached', False):
         core.getargspec = cached_argspecs(core.getargspec)
 
