@@ -28,7 +28,6 @@ from oslo_middleware import healthcheck
 from oslo_middleware import http_proxy_to_wsgi
 from oslo_middleware import request_id
 import pecan
-from pecan import core as pecan_core
 
 from cyborg.api.controllers import root
 from cyborg.api import health
@@ -40,6 +39,7 @@ from cyborg.api.middleware import body_size
 from cyborg.api.middleware import metrics as metrics_filter
 from cyborg.api.middleware import parsable_error
 from cyborg.common import preflight
+from cyborg.compat import pecan as pecan_compat
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
 from cyborg.db import migration
@@ -65,34 +65,9 @@ class PathDispatch:
         return self.app(environ, start_response)
 
 
-def _cached_argspecs(getargspec):
-    """``getargspec`` (pecan's), keeping what it found per function.
-
-    pecan asks for the argument list of the controller method at every
-    request, and its answer builds a new namedtuple class each time: 3 %
-    of the API process's CPU in Nova's boot cycle. A function's argument
-    list does not change, so it is looked for once per function (a bound
-    method's is its function's)."""
-    found = {}
-
-    def cached(method):
-        function = getattr(method, '__func__', method)
-        try:
-            return found[function]
-        except (KeyError, TypeError):
-            pass
-        argspec = getargspec(method)
-        try:
-            found[function] = argspec
-        except TypeError:
-            pass
-        return argspec
-    cached.cyborg_cached = True
-    return cached
-
-
-if not getattr(pecan_core.getargspec, 'cyborg_cached', False):
-    pecan_core.getargspec = _cached_argspecs(pecan_core.getargspec)
+# pecan asks for the argument list of the controller method at every
+# request; each function's is looked for once.
+pecan_compat.cache_argspecs()
 
 
 def pecan_app(conductor_api=None):

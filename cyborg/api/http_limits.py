@@ -54,6 +54,8 @@ from cheroot import errors
 from cheroot import server as cheroot_server
 from oslo_middleware import sizelimit
 
+from cyborg.compat import cheroot as cheroot_compat
+
 HEADER_END = b'\r\n\r\n'
 #: Lines ended by LF alone: not HTTP, which cheroot answers with a 400.
 BARE_END = b'\n\n'
@@ -481,12 +483,11 @@ class Connection(cheroot_server.HTTPConnection):
         parse the request now: it is complete, its headers are too large
         or malformed, or the client is gone. The bytes are handed back to
         the reader."""
-        rfile = self.rfile
-        self._pending += rfile._read_buf[rfile._read_pos:]
-        rfile._read_buf, rfile._read_pos = b'', 0
+        self._pending += cheroot_compat.take_unread(self.rfile)
         ended = self._receive(self._wanted())
         if ended or self._complete():
-            rfile._read_buf, self._pending = bytes(self._pending), bytearray()
+            cheroot_compat.put_unread(self.rfile, self._pending)
+            self._pending = bytearray()
             return True
         return False
 

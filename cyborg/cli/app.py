@@ -26,6 +26,7 @@ from cyborg.cli import drivers
 from cyborg.cli import hardware
 from cyborg.cli import hosts
 from cyborg.cli import services
+from cyborg.compat import argparse as argparse_compat
 from cyborg import version as cyborg_version
 
 DESCRIPTION = 'Administer the accelerators of an OpenStack cloud (cyborg).'
@@ -57,9 +58,7 @@ def _rename_option(parser, old, new):
     ``--timeout`` of ``discover-services``: cliff parses the global options
     out of the whole command line. argparse has no public way to do this.
     """
-    action = parser._option_string_actions.pop(old)
-    action.option_strings = [new]
-    parser._option_string_actions[new] = action
+    argparse_compat.rename_option(parser, old, new)
 
 
 def register_options(parser, argv):
@@ -71,7 +70,7 @@ def register_options(parser, argv):
     _rename_option(parser, '--timeout', '--os-timeout')
     # Which of these the auth plugin registers depends on its type.
     for option, metavar, help_text in NOAUTH_OPTIONS:
-        if option not in parser._option_string_actions:
+        if not argparse_compat.has_option(parser, option):
             variable = option[2:].upper().replace('-', '_')
             parser.add_argument(option, metavar=metavar,
                                 default=os.environ.get(variable),

@@ -21,9 +21,9 @@ import sys
 
 from keystoneauth1 import loading as ks_loading
 from oslo_config import cfg
-from oslo_config import generator
 from oslo_log import log as logging
 
+from cyborg.compat import oslo_config as config_compat
 from cyborg.conf import opts as conf_opts
 
 LOG = logging.getLogger(__name__)
@@ -146,7 +146,7 @@ def known_options(namespaces=None):
         known = {}
         for namespace in namespaces:
             try:
-                listings = generator._list_opts([namespace])
+                listings = config_compat.list_opts([namespace])
             except Exception as e:  # a library that fails to import
                 LOG.debug('Option namespace %s not loaded: %s', namespace,
                           e)
@@ -368,15 +368,12 @@ def _registered(conf, section):
 
 def _parsed_sections(conf):
     """``(section, {option: [values]})`` of every parsed config file."""
-    namespace = conf._namespace
-    for sections in (namespace._parsed if namespace else ()):
-        yield from sections.items()
+    return config_compat.parsed_sections(conf)
 
 
 def _file_of(conf, section):
     """The (last) config file that has ``section``."""
-    namespace = conf._namespace
-    return namespace._sections_to_file.get(section) if namespace else None
+    return config_compat.file_of(conf, section)
 
 
 def describe_unknown(found):

@@ -73,14 +73,12 @@ that option needs a queue of another name again, so the quorum queue is
 ``<topic>.2.quorum``.
 """
 
-import errno
 import json
 import ssl
 import threading
 import time
 import urllib.parse
 
-import amqp.transport
 import kombu
 import kombu.transport.pyamqp
 from oslo_log import log as logging
@@ -90,6 +88,7 @@ from cyborg.common import keys
 from cyborg.common import metrics
 from cyborg.common import rabbit
 from cyborg.common import signing
+from cyborg.compat import amqp as amqp_compat
 
 LOG = logging.getLogger(__name__)
 
@@ -261,45 +260,6 @@ class Verifier(signing.Verifier):
             self._last[sender] = sent
 
 
-class _BufferedTCPTransport(amqp.transport.TCPTransport):
-    """py-amqp's TCP transport, reading the socket in chunks: py-amqp
-    reads each frame's header, payload and end byte with a recv() of its
-    own, nine system calls per message. What is left unread after an
-    error is kept from its start, as py-amqp's own frame reader expects
-    (it puts a partly read frame back in front of it on a timeout)."""
-
-    CHUNK = 65536
-
-    def _setup_transport(self):
-        super()._setup_transport()
-        self._pos = 0
-
-    def _read(self, n, initial=False, _errnos=(errno.EAGAIN, errno.EINTR)):
-        buf, pos = self._read_buffer, self._pos
-        try:
-            while len(buf) - pos < n:
-                try:
-                    chunk = self._quick_recv(max(self.CHUNK, n))
-                except OSError as exc:
-                    if exc.errno in _errnos:
-                        if initial and self.raise_on_initial_eintr:
-                            raise TimeoutError() from None
-                        continue
-                    raise
-                if not chunk:
-                    raise OSError('Server unexpectedly closed connection')
-                buf, pos = buf[pos:] + chunk, 0
-        except BaseException:
-            self._read_buffer, self._pos = buf[pos:], 0
-            raise
-        self._read_buffer, self._pos = buf, pos + n
-        return buf[pos:pos + n]
-
-    def buffered(self):
-        """How many bytes were read from the socket and not taken."""
-        return len(self._read_buffer) - self._pos
-
-
 class _Connection(kombu.transport.pyamqp.Connection):
 
     def Transport(self, host, connect_timeout, ssl=False,
@@ -309,7 +269,7 @@ class _Connection(kombu.transport.pyamqp.Connection):
             return super().Transport(
                 host, connect_timeout, ssl, read_timeout, write_timeout,
                 socket_settings, **kwargs)
-        return _BufferedTCPTransport(
+        return amqp_compat.BufferedTCPTransport(
             host, connect_timeout=connect_timeout, read_timeout=read_timeout,
             write_timeout=write_timeout, socket_settings=socket_settings,
             **kwargs)

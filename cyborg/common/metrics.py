@@ -28,7 +28,8 @@ import prometheus_client as prom
 from prometheus_client import core
 from prometheus_client import multiprocess
 from prometheus_client import utils
-from prometheus_client import values
+
+from cyborg.compat import prometheus as prometheus_compat
 
 LOG = logging.getLogger(__name__)
 
@@ -333,7 +334,7 @@ def serve_workers(conf):
     atexit.register(_remove_in, os.getpid(), directory)
     os.environ['PROMETHEUS_MULTIPROC_DIR'] = directory
     # prometheus_client chose its value class when imported: choose again.
-    values.ValueClass = values.get_value_class()
+    prometheus_compat.choose_value_class()
     registry = prom.CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=directory)
     LISTENER.start(conf, registry)

@@ -15,6 +15,7 @@ from cyborg.common import keys
 from cyborg.common import metrics
 from cyborg.common import rabbit
 from cyborg.common import signing
+from cyborg.compat import oslo_messaging as messaging_compat
 from cyborg.objects import base as objects_base
 
 LOG = logging.getLogger(__name__)
@@ -152,18 +153,18 @@ class RequestIdSerializer(RequestContextSerializer):
         return {'request_id': context.request_id}
 
 
-class SigningTransport(msg_transport.RPCTransport):
+class SigningTransport(messaging_compat.SendingTransport):
     """The process's RPC transport, signing what it sends as ``sender``
     (or as :func:`cyborg.common.signing.sending_as` says)."""
 
     def __init__(self, transport, sender, key_store, conf):
-        super().__init__(transport._driver)
+        super().__init__(transport)
         self.sender = sender
         self.key_store = key_store
         self.sign_conf = conf
         self._unsigned_logged = False
 
-    def _send(self, target, ctxt, message, *args, **kwargs):
+    def send_message(self, target, ctxt, message, *args, **kwargs):
         sender = signing.current_sender(self.sender)
         signed_for = signing.target_of(target.topic, target.server,
                                        target.fanout)
@@ -183,7 +184,8 @@ class SigningTransport(msg_transport.RPCTransport):
             ctxt = signing.sign(key_list, sender, signed_for, ctxt, message,
                                 reply=call)
         with metrics.rpc_client(message.get('method'), call):
-            result = super()._send(target, ctxt, message, *args, **kwargs)
+            result = super().send_message(target, ctxt, message, *args,
+                                          **kwargs)
             if not call:
                 return result
             return self._open_reply(result, ctxt, message, target, key_list)
@@ -257,7 +259,7 @@ class Executor(concurrent.futures.ThreadPoolExecutor):
                          thread_name_prefix='cyborg-rpc')
 
 
-class SignedDispatcher(dispatcher.RPCDispatcher):
+class SignedDispatcher(messaging_compat.EndpointDispatcher):
     """Dispatches only the messages its Verifier accepts (see
     :mod:`cyborg.common.signing`), and host methods only for the proven
     host."""
@@ -292,7 +294,7 @@ class SignedDispatcher(dispatcher.RPCDispatcher):
         return signing.sign_reply(self.verifier.reply_keys(sender),
                                   signing.nonce_of(signed), result)
 
-    def _do_dispatch(self, endpoint, method, ctxt, args):
+    def call_endpoint(self, endpoint, method, ctxt, args):
         ctxt = dict(ctxt)
         sender, nonce = ctxt.pop(self._SENDER)
         context = self.serializer.deserialize_context(ctxt)
@@ -346,10 +348,7 @@ def get_server(target, endpoints, role=None, nonce_store=None):
     server = rpc_server.RPCServer(
         _TRANSPORT, target, SignedDispatcher(endpoints, verifier),
         'threading')
-    # oslo.messaging makes the pool from this class at start(), with
-    # max_workers=executor_thread_pool_size, and uses only submit() and
-    # shutdown(wait=True). A test fails should a release stop reading it.
-    server._executor_cls = Executor
+    messaging_compat.use_executor(server, Executor)
     return server
 
 

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import metrics
+from cyborg.compat import sqlalchemy as sqlalchemy_compat
 
 # Our request contexts carry oslo.db transactions (``context.session``).
 enginefacade.transaction_context_provider(cyborg_context.RequestContext)
@@ -237,7 +238,7 @@ def ping_only_idle(engine):
     if engine.dialect.name == 'sqlite':
         return
     # What pool_pre_ping sets; the listener below pings instead.
-    engine.pool._pre_ping = False
+    sqlalchemy_compat.stop_pre_ping(engine)
 
     def mark_idle(_dbapi_connection, record, *_args):
         record.info[_IDLE_SINCE] = time.monotonic()
@@ -295,11 +296,6 @@ def _is_mysql(dbapi_connection):
                for type_ in type(dbapi_connection).__mro__)
 
 
-# The TLS context of PyMySQL's "preferred" mode, built once per process.
-_PREFERRED_TLS = []
-_PREFERRED_TLS_LOCK = threading.Lock()
-
-
 def _pymysql_connection_type():
     """PyMySQL's connection, but
 
@@ -319,11 +315,11 @@ def _pymysql_connection_type():
       server has no transaction open on the connection (psycopg2 skips
       such a rollback the same way)."""
     try:
-        from pymysql import connections
+        from cyborg.compat import pymysql as pymysql_compat
     except ImportError:
         return None
 
-    class Connection(connections.Connection):
+    class Connection(pymysql_compat.Connection):
 
         #: False only when nothing was sent since the last COMMIT or
         #: ROLLBACK that succeeded.
@@ -347,14 +343,6 @@ def _pymysql_connection_type():
                 return
             super().rollback()
             self.cyborg_may_be_in_transaction = False
-
-        def _create_ssl_ctx(self, sslp):
-            if sslp:
-                return super()._create_ssl_ctx(sslp)
-            with _PREFERRED_TLS_LOCK:
-                if not _PREFERRED_TLS:
-                    _PREFERRED_TLS.append(super()._create_ssl_ctx(sslp))
-                return _PREFERRED_TLS[0]
     return Connection
 
 

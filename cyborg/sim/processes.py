@@ -27,7 +27,7 @@ def count_messages(counts, lock):
     """Count what this process sends on the broker: each message, and a
     reply for each call (as ``tools/bench/scale`` counts a conductor's)."""
     from cyborg.common import rpc
-    send = rpc.SigningTransport._send
+    send = rpc.SigningTransport.send_message
 
     def counted(self, target, ctxt, message, wait_for_reply=None, *args,
                 **kwargs):
@@ -36,7 +36,7 @@ def count_messages(counts, lock):
             counts['calls' if wait_for_reply else 'casts'] += 1
         return send(self, target, ctxt, message, wait_for_reply, *args,
                     **kwargs)
-    rpc.SigningTransport._send = counted
+    rpc.SigningTransport.send_message = counted
 
 
 class _Child:

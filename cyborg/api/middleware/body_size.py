@@ -16,6 +16,7 @@ from oslo_middleware import sizelimit
 import webob.dec
 
 from cyborg.api.middleware import parsable_error
+from cyborg.compat import oslo_middleware as middleware_compat
 from cyborg.i18n import _
 
 
@@ -23,7 +24,7 @@ class BodySizeLimit(sizelimit.RequestBodySizeLimiter):
 
     @webob.dec.wsgify
     def __call__(self, req):
-        limit = self._conf_get('max_request_body_size')
+        limit = middleware_compat.option(self, 'max_request_body_size')
         if req.content_length is not None and req.content_length > limit:
             return parsable_error.error_response(
                 http.REQUEST_ENTITY_TOO_LARGE,

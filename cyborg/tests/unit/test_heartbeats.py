@@ -21,6 +21,7 @@ from cyborg.common import heartbeats
 from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.common import signing
+from cyborg.compat import amqp as amqp_compat
 from cyborg.conductor import liveness
 from cyborg.conductor import manager as conductor_manager
 from cyborg.objects import host as host_obj
@@ -383,8 +384,8 @@ class BufferedReadTest(base.TestCase):
                 + b'\xce')
 
     def transport(self, pieces):
-        transport = heartbeats._BufferedTCPTransport.__new__(
-            heartbeats._BufferedTCPTransport)
+        transport = amqp_compat.BufferedTCPTransport.__new__(
+            amqp_compat.BufferedTCPTransport)
         transport.raise_on_initial_eintr = True
         transport._read_buffer = b''
         transport._pos = 0

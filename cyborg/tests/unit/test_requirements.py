@@ -22,24 +22,29 @@ REQUIREMENTS = os.path.join(TOP, 'requirements.txt')
 PRIVATE_USERS = {
     'oslo.messaging': ('oslo_messaging',
                        'oslo_messaging._drivers (common/rabbit.py, '
-                       'local_transport.py), transport._driver and '
-                       'server._executor_cls (common/rpc.py)'),
-    'amqp': ('amqp', 'TCPTransport._read, _setup_transport, _read_buffer '
-                     '(common/heartbeats.py)'),
+                       'local_transport.py), Transport._driver and _send, '
+                       'RPCDispatcher._do_dispatch and '
+                       'server._executor_cls (compat/oslo_messaging.py)'),
+    'amqp': ('amqp', 'TCPTransport._read, _setup_transport, _read_buffer, '
+                     '_quick_recv (compat/amqp.py)'),
     'kombu': ('kombu', "subclasses of kombu.transport.pyamqp's Transport "
                        'and Connection (common/heartbeats.py)'),
     'cheroot': ('cheroot', 'the connection reader\'s _read_buf and '
-                           '_read_pos (api/http_limits.py)'),
-    'PyMySQL': ('pymysql', 'Connection._create_ssl_ctx (db/api.py)'),
-    'SQLAlchemy': ('sqlalchemy', 'engine.pool._pre_ping (db/api.py)'),
-    'pecan': ('pecan', 'pecan.core.getargspec, replaced (api/app.py)'),
+                           '_read_pos (compat/cheroot.py)'),
+    'PyMySQL': ('pymysql', 'Connection._create_ssl_ctx (compat/pymysql.py)'),
+    'SQLAlchemy': ('sqlalchemy',
+                   'engine.pool._pre_ping (compat/sqlalchemy.py)'),
+    'pecan': ('pecan', 'pecan.core.getargspec, replaced (compat/pecan.py)'),
+    'oslo.middleware': ('oslo_middleware',
+                        'ConfigurableMiddleware._conf_get '
+                        '(compat/oslo_middleware.py)'),
     'oslo.config': ('oslo_config', 'ConfigOpts._namespace, its _parsed '
                                    'and _sections_to_file, '
                                    'generator._list_opts '
-                                   '(common/config_check.py)'),
+                                   '(compat/oslo_config.py)'),
     'prometheus-client': ('prometheus_client',
                           'values.ValueClass, chosen again for the API '
-                          "workers' multiprocess mode (common/metrics.py)"),
+                          "workers' multiprocess mode (compat/prometheus.py)"),
 }
 
 #: Top-level modules whose private names only the tests use, with which:

@@ -23,7 +23,7 @@ class PreferredTLSContextTest(base.TestCase):
         super().setUp()
         self.assertIsNotNone(db_api._PYMYSQL_CONNECTION)
         self.useFixture(fixtures.MonkeyPatch(
-            'cyborg.db.api._PREFERRED_TLS', []))
+            'cyborg.compat.pymysql._PREFERRED_TLS', []))
 
     def connection(self, **kwargs):
         return db_api._PYMYSQL_CONNECTION(host='127.0.0.1',
