@@ -53,18 +53,19 @@ ARQView = collections.namedtuple(
                'nova_notified bind_conductor bind_started_at created_at '
                'updated_at agent_host')
 
-_VIEWS = sa.select(
+_VIEW_COLUMNS = (
     _ARQ.c.id, _ARQ.c.uuid, _ARQ.c.state, _ARQ.c.project_id, _DP.c.name,
     _ARQ.c.device_profile_group_id, _DP.c.profile_json, _ARQ.c.hostname,
     _ARQ.c.device_rp_uuid, _ARQ.c.instance_uuid, _ARQ.c.attach_handle_id,
     _AH.c.uuid, _AH.c.attach_type, _AH.c.attach_info, _ARQ.c.deployable_id,
     _ARQ.c.nova_notified, _ARQ.c.bind_conductor, _ARQ.c.bind_started_at,
     _ARQ.c.created_at, _ARQ.c.updated_at,
-    _DEVICE.c.hostname.label('agent_host')).select_from(
-    _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
-        _AH, _AH.c.id == _ARQ.c.attach_handle_id).outerjoin(
-        _DEPLOYABLE, _DEPLOYABLE.c.id == _ARQ.c.deployable_id).outerjoin(
-        _DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id))
+    _DEVICE.c.hostname.label('agent_host'))
+_VIEW_FROM = _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
+    _AH, _AH.c.id == _ARQ.c.attach_handle_id).outerjoin(
+    _DEPLOYABLE, _DEPLOYABLE.c.id == _ARQ.c.deployable_id).outerjoin(
+    _DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id)
+_VIEWS = sa.select(*_VIEW_COLUMNS).select_from(_VIEW_FROM)
 
 
 def _view(row, profiles=None):
@@ -444,6 +445,80 @@ def _check_host(context, uuid, values, host):
             reason=reason)
 
 
+def _check_hosts(context, binds, found):
+    """BindHostMismatch (400) for the first bind of ``binds`` whose
+    ``hostname`` is not a name of the host of its provider's deployable
+    (``found``: {rp_uuid: deployable row or None})."""
+    for uuid, values in sorted(binds.items()):
+        row = found[values['device_rp_uuid']]
+        if row is not None and row.hostname != values['hostname']:
+            _check_host(context, uuid, values, row.hostname)
+
+
+# The deployable behind a bind's provider, and the first free handle of
+# it when the ARQs are read (``_BIND_VIEWS``).
+Deployable = collections.namedtuple('Deployable', 'id uuid name hostname')
+Handle = collections.namedtuple('Handle', 'id uuid attach_type attach_info')
+
+_BIND_DEPLOYABLE = _DEPLOYABLE.alias('bind_deployable')
+_BIND_DEVICE = _DEVICE.alias('bind_device')
+_BIND_HANDLE = _AH.alias('bind_handle')
+_FREE = _AH.alias('free_handle')
+_FIRST_FREE = sa.select(sa.func.min(_FREE.c.id)).where(
+    _FREE.c.deployable_id == _BIND_DEPLOYABLE.c.id,
+    _FREE.c.in_use == sa.false()).scalar_subquery()
+# The views of the ARQs of a bind, each with every deployable of the
+# bind's providers (b_rp_uuids), its device's host and its first free
+# attach handle: one read for what a bind needs to know. A provider no
+# deployable has is in no row; an ARQ with none of them is in one row
+# with NULLs.
+_BIND_VIEWS = sa.select(
+    *_VIEW_COLUMNS, _BIND_DEPLOYABLE.c.rp_uuid, _BIND_DEPLOYABLE.c.id,
+    _BIND_DEPLOYABLE.c.uuid, _BIND_DEPLOYABLE.c.name,
+    _BIND_DEVICE.c.hostname, _BIND_HANDLE.c.id, _BIND_HANDLE.c.uuid,
+    _BIND_HANDLE.c.attach_type, _BIND_HANDLE.c.attach_info).select_from(
+    _VIEW_FROM.outerjoin(
+        _BIND_DEPLOYABLE, _BIND_DEPLOYABLE.c.rp_uuid.in_(
+            sa.bindparam('b_rp_uuids', expanding=True))).outerjoin(
+        _BIND_DEVICE, _BIND_DEVICE.c.id == _BIND_DEPLOYABLE.c.device_id
+    ).outerjoin(_BIND_HANDLE, _BIND_HANDLE.c.id == _FIRST_FREE)).where(
+    _in(_ARQ.c.uuid)).order_by(_ARQ.c.id)
+_VIEW_WIDTH = len(_VIEW_COLUMNS)
+
+
+def _read_for_bind(context, binds):
+    """(views, deployables, candidates) of ``binds``: {uuid: ARQView} of
+    those that exist, {rp_uuid: Deployable or None} of every provider
+    of ``binds`` and {deployable id: its first free Handle} when it was
+    read, in one statement (a second one for providers when an ARQ of
+    ``binds`` does not exist). BindHostMismatch (400) as
+    ``_deployables_of``."""
+    rp_uuids = sorted({v['device_rp_uuid'] for v in binds.values()})
+    views, found, candidates, profiles = {}, {}, {}, {}
+    for row in _run(context, _BIND_VIEWS, b_uuids=sorted(binds),
+                    b_rp_uuids=rp_uuids):
+        if row[1] not in views:
+            views[row[1]] = _view(row[:_VIEW_WIDTH], profiles)
+        rp_uuid, extra = row[_VIEW_WIDTH], row[_VIEW_WIDTH + 1:]
+        if rp_uuid is None:
+            continue
+        deployable = Deployable(*extra[:4])
+        found[rp_uuid] = deployable
+        if extra[4] is not None:
+            candidates[deployable.id] = Handle(*extra[4:])
+    if set(views) != set(binds):
+        # An ARQ that does not exist: its providers were read with no
+        # row; they are read as before, so that a bind on the wrong
+        # host is still a 400 before an unknown ARQ's 404.
+        found.update(_deployables_of(
+            context, {u: v for u, v in binds.items()
+                      if v['device_rp_uuid'] not in found}))
+    for rp_uuid in rp_uuids:
+        found.setdefault(rp_uuid, None)
+    _check_hosts(context, binds, found)
+    return views, found, candidates
+
+
 def _deployables_of(context, binds):
     """{rp_uuid: deployable row or None} of the providers of ``binds``;
     BindHostMismatch (400) for a bind whose ``hostname`` is not a name of
@@ -475,9 +550,13 @@ _TAKE_HANDLE = _AH.update().where(_is(_AH.c.id), _AH.c.in_use == sa.false())
 _SET_HANDLES = _AH.update().where(_in(_AH.c.id))
 
 
-def _claim(context, deployable):
+def _claim(context, deployable, candidate=None):
     """A free attach handle of ``deployable``, now in use; None when all
-    are taken. The conditional UPDATE makes two binds never share one."""
+    are taken. The conditional UPDATE makes two binds never share one.
+    ``candidate``, a handle read free a moment ago, is tried first."""
+    if candidate is not None and _run(context, _TAKE_HANDLE, b_id=candidate.id,
+                                      in_use=True).rowcount:
+        return candidate
     for handle in _run(context, _FREE_HANDLES,
                        b_deployable_id=deployable.id).all():
         if _run(context, _TAKE_HANDLE, b_id=handle.id,
@@ -536,10 +615,8 @@ def bind(context, binds, project_id, conductor, ready,
     may start a bind moves it, with its bind's values and its handle,
     to where it ends (Bound, BindStarted or BindFailed).
     """
-    deployables = _deployables_of(context, binds)
+    arqs, deployables, candidates = _read_for_bind(context, binds)
     _lock_instances(context, binds)
-    arqs = {view.uuid: view
-            for view in _select_views(context, uuids=sorted(binds))}
     moved, claims, failed, unknown = [], [], [], None
     try:
         _check_startable(arqs, binds, project_id)
@@ -547,8 +624,8 @@ def bind(context, binds, project_id, conductor, ready,
         for uuid, values in binds.items():
             arq = _started(arqs[uuid], values, conductor, now)
             deployable = deployables[values['device_rp_uuid']]
-            handle = None if deployable is None else _claim(context,
-                                                             deployable)
+            handle = None if deployable is None else _claim(
+                context, deployable, candidates.pop(deployable.id, None))
             target = states.BIND_STARTED
             if deployable is None:
                 # The whole request is refused (400) once the instance
