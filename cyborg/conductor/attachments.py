@@ -141,8 +141,8 @@ class Attachments:
             raise
 
     def _bind(self, context, instance_uuid, profile, mappings):
-        uuids = db_arqs.create(context, profile.name, context.project_id)
-        arqs = db_arqs.get_many(context, uuids)
+        arqs = db_arqs.create(context, profile.name, context.project_id)
+        uuids = [arq.uuid for arq in arqs]
         rps = {arq.uuid: mappings[str(arq.device_profile_group_id + 1)][0]
                for arq in arqs}
         hosts = db_deployables.hostnames_of_providers(context,

@@ -65,10 +65,11 @@ class Binding:
         return [(PERIODIC_INTERVAL, self.check)]
 
     def create(self, context, device_profile_name, project_id):
-        uuids = db_arqs.create(context, device_profile_name, project_id)
-        LOG.info('Created %d ARQs for device profile %s', len(uuids),
+        """The views of the new ARQs (``db_arqs.ARQView``)."""
+        views = db_arqs.create(context, device_profile_name, project_id)
+        LOG.info('Created %d ARQs for device profile %s', len(views),
                  device_profile_name)
-        return uuids
+        return views
 
     def apply_patch(self, context, patch, project_id,
                     new_instances_only=True):
@@ -90,6 +91,7 @@ class Binding:
         except Exception:
             metrics.BINDS.labels('error').inc(len(binds))
             raise
+        failed_uuids = set(failed)
         for uuid in failed:
             LOG.warning('Binding ARQ %s failed: no free attach handle on '
                         'provider %s', uuid, binds[uuid]['device_rp_uuid'])
@@ -103,8 +105,13 @@ class Binding:
         metrics.BINDS.labels(states.BOUND).inc(bound)
         metrics.BINDS.labels(states.BIND_FAILED).inc(failed)
         metrics.BIND_DURATION.observe(time.monotonic() - started)
-        self.events.post({values['instance_uuid']
-                          for values in binds.values()})
+        if new_instances_only and not claims:
+            # Every ARQ of these instances is in ``binds`` (the bind
+            # refused an instance with others) and resolved now.
+            self.events.post_known(_resolved(binds, failed_uuids))
+        else:
+            self.events.post({values['instance_uuid']
+                              for values in binds.values()})
 
     def _prepare_all(self, context, claims):
         """Prepare the devices of the ARQs left BindStarted, then finish
@@ -234,6 +241,16 @@ class Binding:
             LOG.warning('ARQ %s was left in %s by a stopped conductor; it '
                         'failed', uuid, states.BIND_STARTED)
             self._fail(context, uuid)
+
+
+def _resolved(binds, failed):
+    """{instance: {arq uuid: state}} of ``binds`` committed with none
+    left BindStarted, those ``failed`` BindFailed, the others Bound."""
+    arqs_of = {}
+    for uuid, values in binds.items():
+        arqs_of.setdefault(values['instance_uuid'], {})[uuid] = (
+            states.BIND_FAILED if uuid in failed else states.BOUND)
+    return arqs_of
 
 
 def agent_host(arq):

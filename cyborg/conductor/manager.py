@@ -40,6 +40,7 @@ from cyborg.conductor import liveness
 from cyborg.conductor import placement_service
 from cyborg.conductor import reporting
 from cyborg.conductor import stuck_arqs
+from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import rpc_nonces
 
 
@@ -61,7 +62,7 @@ _API_ERRORS = (exception.Invalid, exception.NotFound, exception.Conflict,
 class ConductorManager:
     """Endpoints of topic ``cyborg-conductor``; see rpcapi for versions."""
 
-    RPC_API_VERSION = '1.6'
+    RPC_API_VERSION = '1.7'
     target = messaging.Target(version=RPC_API_VERSION)
 
     def __init__(self, host, conf):
@@ -192,8 +193,16 @@ class ConductorManager:
         return self.device_profiles.delete(context, uuids)
 
     @messaging.expected_exceptions(*_API_ERRORS)
-    def arq_create(self, context, device_profile_name, project_id):
-        return self.binding.create(context, device_profile_name, project_id)
+    def arq_create(self, context, device_profile_name, project_id,
+                   views=False):
+        """The uuids of the new ARQs; with ``views`` (1.7), their views
+        as ``db_arqs.to_primitive`` gives them, which the API shows
+        without reading them back."""
+        created = self.binding.create(context, device_profile_name,
+                                      project_id)
+        if views:
+            return [db_arqs.to_primitive(view) for view in created]
+        return [view.uuid for view in created]
 
     @messaging.expected_exceptions(*_API_ERRORS)
     def arq_apply_patch(self, context, patch, project_id):

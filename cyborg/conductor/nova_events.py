@@ -34,6 +34,14 @@ PER_REQUEST = 64
 EVERY_PENDING = None
 
 
+class Known(tuple):
+    """An item whose ARQs' states the poster knows: (instance, {arq
+    uuid: state})."""
+
+    def __new__(cls, instance, arqs):
+        return super().__new__(cls, (instance, arqs))
+
+
 class NovaEvents:
 
     def __init__(self, conf):
@@ -42,9 +50,20 @@ class NovaEvents:
         self.batches = coalesce.Coalescer(self._send_batch, MAX_BATCH)
 
     def post(self, instances):
-        """Send the events of ``instances`` soon, without waiting."""
+        """Send the events of ``instances`` soon, without waiting; their
+        ARQs are read when they are sent."""
         for instance in sorted(instances):
             self.batches.post(instance)
+
+    def post_known(self, arqs_of):
+        """Send soon the events of ``arqs_of`` ({instance: {arq uuid:
+        state}}, every ARQ of each instance, all resolved), as a bind
+        that committed them knows them: nothing is read again. As with
+        a read, an ARQ may change before Nova gets its event (Nova
+        ignores an event nobody waits for); only what Nova took is
+        marked."""
+        for instance in sorted(arqs_of):
+            self.batches.post(Known(instance, dict(arqs_of[instance])))
 
     def send_pending(self):
         """Send every event Nova has not taken yet, now; returns when
@@ -58,9 +77,18 @@ class NovaEvents:
 
     def _send_batch(self, instances):
         context = cyborg_context.get_admin_context()
-        wanted = (None if EVERY_PENDING in instances
-                  else set(instances))
-        pending = db_arqs.unnotified(context, wanted)
+        known = {item[0]: item[1] for item in instances
+                 if isinstance(item, Known)}
+        unknown = [item for item in instances if not isinstance(item, Known)]
+        pending = {}
+        if unknown:
+            wanted = (None if EVERY_PENDING in unknown else set(unknown))
+            # What is read wins over what was posted: it is newer.
+            pending = db_arqs.unnotified(context, wanted)
+            known = {instance: arqs for instance, arqs in known.items()
+                     if wanted is not None and instance not in wanted}
+        for instance, arqs in known.items():
+            pending.setdefault(instance, arqs)
         ordered = sorted(pending)
         for start in range(0, len(ordered), PER_REQUEST):
             self._send(context, {instance: pending[instance]

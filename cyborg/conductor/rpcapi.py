@@ -20,6 +20,8 @@ Version history:
   report, so that a report delivered after a newer one is refused.
 * 1.6 - ``report_data`` takes ``hardware``, the HardwareFunctions the
   agent's drivers looked at, offered or not (``GET /v2/hardware``).
+* 1.7 - ``arq_create`` takes ``views``: it returns the new ARQs' views
+  instead of their uuids, so that the API does not read them back.
 """
 
 
@@ -48,7 +50,7 @@ class ConductorAPI:
     """What the API and the agents ask of the conductor. The agents'
     methods are signed as the host they name, the others as the API."""
 
-    RPC_API_VERSION = '1.6'
+    RPC_API_VERSION = '1.7'
 
     def __init__(self, topic=rpc.CONDUCTOR_TOPIC):
         self.client = rpc.get_topic_client(topic, self.RPC_API_VERSION)
@@ -117,11 +119,12 @@ class ConductorAPI:
         return cctxt.call(context, 'device_profile_delete', uuids=uuids)
 
     def arq_create(self, context, device_profile_name, project_id):
-        """Create the ARQs of a device profile; returns their uuids."""
-        cctxt = self.client.prepare(version='1.2')
+        """Create the ARQs of a device profile; returns their views as
+        ``db.accelerator_requests.to_primitive`` gives them."""
+        cctxt = self.client.prepare(version='1.7')
         return cctxt.call(context, 'arq_create',
                           device_profile_name=device_profile_name,
-                          project_id=project_id)
+                          project_id=project_id, views=True)
 
     def arq_apply_patch(self, context, patch, project_id):
         """Bind or unbind ARQs: ``patch`` maps an ARQ uuid to the fields

@@ -53,18 +53,19 @@ ARQView = collections.namedtuple(
                'nova_notified bind_conductor bind_started_at created_at '
                'updated_at agent_host')
 
-_VIEWS = sa.select(
+_VIEW_COLUMNS = (
     _ARQ.c.id, _ARQ.c.uuid, _ARQ.c.state, _ARQ.c.project_id, _DP.c.name,
     _ARQ.c.device_profile_group_id, _DP.c.profile_json, _ARQ.c.hostname,
     _ARQ.c.device_rp_uuid, _ARQ.c.instance_uuid, _ARQ.c.attach_handle_id,
     _AH.c.uuid, _AH.c.attach_type, _AH.c.attach_info, _ARQ.c.deployable_id,
     _ARQ.c.nova_notified, _ARQ.c.bind_conductor, _ARQ.c.bind_started_at,
     _ARQ.c.created_at, _ARQ.c.updated_at,
-    _DEVICE.c.hostname.label('agent_host')).select_from(
-    _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
-        _AH, _AH.c.id == _ARQ.c.attach_handle_id).outerjoin(
-        _DEPLOYABLE, _DEPLOYABLE.c.id == _ARQ.c.deployable_id).outerjoin(
-        _DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id))
+    _DEVICE.c.hostname.label('agent_host'))
+_VIEW_FROM = _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
+    _AH, _AH.c.id == _ARQ.c.attach_handle_id).outerjoin(
+    _DEPLOYABLE, _DEPLOYABLE.c.id == _ARQ.c.deployable_id).outerjoin(
+    _DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id)
+_VIEWS = sa.select(*_VIEW_COLUMNS).select_from(_VIEW_FROM)
 
 
 def _view(row, profiles=None):
@@ -192,25 +193,73 @@ def get_many(context, uuids, project_id=None):
 _PROFILE = sa.select(_DP.c.id, _DP.c.profile_json).where(_is(_DP.c.name))
 
 
+def _created_at(context):
+    """The time a new row is stamped with, as the database will give it
+    back: MySQL and MariaDB keep no fraction of a second in a DATETIME,
+    so that the view ``create`` returns is the one a read shows."""
+    now = timeutils.utcnow()
+    if context.session.connection().dialect.name == 'mysql':
+        now = now.replace(microsecond=0)
+    return now
+
+
 @db_api.retry_on_deadlock
 @db_api.writer
 def create(context, device_profile_name, project_id):
     """The ARQs of a profile, one per accelerator of each group, in one
-    transaction; returns their uuids."""
+    transaction; returns their views as a read would give them (but for
+    ``id``, which the API does not show), so that nothing is read back."""
     profile = _run(context, _PROFILE, b_name=device_profile_name).first()
     if profile is None:
         raise exception.DeviceProfileNotFound(profile=device_profile_name)
-    rows = []
+    rows, views = [], []
     groups = jsonutils.loads(profile.profile_json).get('groups', [])
+    now = _created_at(context)
     for index, group in enumerate(groups):
-        rows += [{'uuid': uuidutils.generate_uuid(), 'project_id': project_id,
-                  'state': states.INITIAL, 'substate': states.INITIAL,
-                  'device_profile_id': profile.id,
-                  'device_profile_group_id': index}
-                 for _ in range(profile_groups.arq_count(group))]
+        for _ in range(profile_groups.arq_count(group)):
+            row = {'uuid': uuidutils.generate_uuid(),
+                   'project_id': project_id, 'state': states.INITIAL,
+                   'substate': states.INITIAL,
+                   'device_profile_id': profile.id,
+                   'device_profile_group_id': index, 'created_at': now}
+            rows.append(row)
+            views.append(ARQView(
+                id=None, uuid=row['uuid'], state=states.INITIAL,
+                project_id=project_id,
+                device_profile_name=device_profile_name,
+                device_profile_group_id=index, group=group, hostname=None,
+                device_rp_uuid=None, instance_uuid=None,
+                attach_handle_id=None, attach_handle_uuid=None,
+                attach_handle_type=None, attach_handle_info={},
+                deployable_id=None, nova_notified=False,
+                bind_conductor=None, bind_started_at=None, created_at=now,
+                updated_at=None, agent_host=None))
     if rows:
         context.session.connection().execute(_ARQ.insert(), rows)
-    return [row['uuid'] for row in rows]
+    return views
+
+
+#: The fields of a view that cross RPC, as ``to_primitive`` gives them.
+_TIMES = ('bind_started_at', 'created_at', 'updated_at')
+
+
+def to_primitive(view):
+    """``view`` as JSON can carry it (times as ISO 8601 strings)."""
+    values = view._asdict()
+    for name in _TIMES:
+        if values[name] is not None:
+            values[name] = values[name].isoformat()
+    return values
+
+
+def from_primitive(values):
+    """The view ``to_primitive`` gave ``values`` of."""
+    values = dict(values)
+    for name in _TIMES:
+        if values[name] is not None:
+            values[name] = timeutils.normalize_time(
+                timeutils.parse_isotime(values[name]))
+    return ARQView(**values)
 
 
 _CAS = _ARQ.update().where(_is(_ARQ.c.uuid), _in(_ARQ.c.state))
@@ -396,6 +445,80 @@ def _check_host(context, uuid, values, host):
             reason=reason)
 
 
+def _check_hosts(context, binds, found):
+    """BindHostMismatch (400) for the first bind of ``binds`` whose
+    ``hostname`` is not a name of the host of its provider's deployable
+    (``found``: {rp_uuid: deployable row or None})."""
+    for uuid, values in sorted(binds.items()):
+        row = found[values['device_rp_uuid']]
+        if row is not None and row.hostname != values['hostname']:
+            _check_host(context, uuid, values, row.hostname)
+
+
+# The deployable behind a bind's provider, and the first free handle of
+# it when the ARQs are read (``_BIND_VIEWS``).
+Deployable = collections.namedtuple('Deployable', 'id uuid name hostname')
+Handle = collections.namedtuple('Handle', 'id uuid attach_type attach_info')
+
+_BIND_DEPLOYABLE = _DEPLOYABLE.alias('bind_deployable')
+_BIND_DEVICE = _DEVICE.alias('bind_device')
+_BIND_HANDLE = _AH.alias('bind_handle')
+_FREE = _AH.alias('free_handle')
+_FIRST_FREE = sa.select(sa.func.min(_FREE.c.id)).where(
+    _FREE.c.deployable_id == _BIND_DEPLOYABLE.c.id,
+    _FREE.c.in_use == sa.false()).scalar_subquery()
+# The views of the ARQs of a bind, each with every deployable of the
+# bind's providers (b_rp_uuids), its device's host and its first free
+# attach handle: one read for what a bind needs to know. A provider no
+# deployable has is in no row; an ARQ with none of them is in one row
+# with NULLs.
+_BIND_VIEWS = sa.select(
+    *_VIEW_COLUMNS, _BIND_DEPLOYABLE.c.rp_uuid, _BIND_DEPLOYABLE.c.id,
+    _BIND_DEPLOYABLE.c.uuid, _BIND_DEPLOYABLE.c.name,
+    _BIND_DEVICE.c.hostname, _BIND_HANDLE.c.id, _BIND_HANDLE.c.uuid,
+    _BIND_HANDLE.c.attach_type, _BIND_HANDLE.c.attach_info).select_from(
+    _VIEW_FROM.outerjoin(
+        _BIND_DEPLOYABLE, _BIND_DEPLOYABLE.c.rp_uuid.in_(
+            sa.bindparam('b_rp_uuids', expanding=True))).outerjoin(
+        _BIND_DEVICE, _BIND_DEVICE.c.id == _BIND_DEPLOYABLE.c.device_id
+    ).outerjoin(_BIND_HANDLE, _BIND_HANDLE.c.id == _FIRST_FREE)).where(
+    _in(_ARQ.c.uuid)).order_by(_ARQ.c.id)
+_VIEW_WIDTH = len(_VIEW_COLUMNS)
+
+
+def _read_for_bind(context, binds):
+    """(views, deployables, candidates) of ``binds``: {uuid: ARQView} of
+    those that exist, {rp_uuid: Deployable or None} of every provider
+    of ``binds`` and {deployable id: its first free Handle} when it was
+    read, in one statement (a second one for providers when an ARQ of
+    ``binds`` does not exist). BindHostMismatch (400) as
+    ``_deployables_of``."""
+    rp_uuids = sorted({v['device_rp_uuid'] for v in binds.values()})
+    views, found, candidates, profiles = {}, {}, {}, {}
+    for row in _run(context, _BIND_VIEWS, b_uuids=sorted(binds),
+                    b_rp_uuids=rp_uuids):
+        if row[1] not in views:
+            views[row[1]] = _view(row[:_VIEW_WIDTH], profiles)
+        rp_uuid, extra = row[_VIEW_WIDTH], row[_VIEW_WIDTH + 1:]
+        if rp_uuid is None:
+            continue
+        deployable = Deployable(*extra[:4])
+        found[rp_uuid] = deployable
+        if extra[4] is not None:
+            candidates[deployable.id] = Handle(*extra[4:])
+    if set(views) != set(binds):
+        # An ARQ that does not exist: its providers were read with no
+        # row; they are read as before, so that a bind on the wrong
+        # host is still a 400 before an unknown ARQ's 404.
+        found.update(_deployables_of(
+            context, {u: v for u, v in binds.items()
+                      if v['device_rp_uuid'] not in found}))
+    for rp_uuid in rp_uuids:
+        found.setdefault(rp_uuid, None)
+    _check_hosts(context, binds, found)
+    return views, found, candidates
+
+
 def _deployables_of(context, binds):
     """{rp_uuid: deployable row or None} of the providers of ``binds``;
     BindHostMismatch (400) for a bind whose ``hostname`` is not a name of
@@ -427,15 +550,44 @@ _TAKE_HANDLE = _AH.update().where(_is(_AH.c.id), _AH.c.in_use == sa.false())
 _SET_HANDLES = _AH.update().where(_in(_AH.c.id))
 
 
-def _claim(context, deployable):
+def _claim(context, deployable, candidate=None):
     """A free attach handle of ``deployable``, now in use; None when all
-    are taken. The conditional UPDATE makes two binds never share one."""
+    are taken. The conditional UPDATE makes two binds never share one.
+    ``candidate``, a handle read free a moment ago, is tried first."""
+    if candidate is not None and _run(context, _TAKE_HANDLE, b_id=candidate.id,
+                                      in_use=True).rowcount:
+        return candidate
     for handle in _run(context, _FREE_HANDLES,
                        b_deployable_id=deployable.id).all():
         if _run(context, _TAKE_HANDLE, b_id=handle.id,
                 in_use=True).rowcount:
             return handle
     return None
+
+
+def _check_startable(arqs, binds, project_id):
+    """404 for the first ARQ of ``binds`` not in ``arqs`` (their views)
+    or not of ``project_id``, 409 for the first whose state cannot move
+    to BindStarted: what ``_start`` would answer, read before a write."""
+    sources = states.sources_of(states.BIND_STARTED)
+    for uuid in binds:
+        arq = arqs.get(uuid)
+        if arq is None or project_id not in (None, arq.project_id):
+            raise exception.ARQNotFound(arq=uuid)
+        if arq.state not in sources:
+            raise exception.ARQBadState(arq=uuid, state=arq.state,
+                                        expected=', '.join(sources))
+
+
+def _started(arq, values, conductor, now):
+    """``arq`` as its bind ``values`` leave it in BindStarted."""
+    return arq._replace(
+        state=states.BIND_STARTED, hostname=values['hostname'],
+        device_rp_uuid=values['device_rp_uuid'],
+        instance_uuid=values['instance_uuid'],
+        project_id=values.get('project_id', arq.project_id),
+        bind_conductor=conductor,
+        bind_started_at=now, nova_notified=False)
 
 
 @db_api.retry_on_deadlock
@@ -456,12 +608,53 @@ def bind(context, binds, project_id, conductor, ready,
     ``(claims, failed)``: the Claims of the ARQs left BindStarted with
     their handle, for the caller to prepare and then ``finish_binds``,
     and the uuids of those that failed.
+
+    What the rest of the world sees is that, at the commit; within the
+    transaction each ARQ is written once: its views are read first, its
+    handle is claimed, and one compare-and-swap from the states that
+    may start a bind moves it, with its bind's values and its handle,
+    to where it ends (Bound, BindStarted or BindFailed).
     """
-    deployables = _deployables_of(context, binds)
+    arqs, deployables, candidates = _read_for_bind(context, binds)
     _lock_instances(context, binds)
-    moved = []
+    moved, claims, failed, unknown = [], [], [], None
     try:
-        _start(context, binds, project_id, conductor, moved)
+        _check_startable(arqs, binds, project_id)
+        now = timeutils.utcnow()
+        for uuid, values in binds.items():
+            arq = _started(arqs[uuid], values, conductor, now)
+            deployable = deployables[values['device_rp_uuid']]
+            handle = None if deployable is None else _claim(
+                context, deployable, candidates.pop(deployable.id, None))
+            target = states.BIND_STARTED
+            if deployable is None:
+                # The whole request is refused (400) once the instance
+                # is checked, and nothing is written.
+                unknown = unknown or arq
+            elif handle is None:
+                target = states.BIND_FAILED
+                failed.append(uuid)
+            else:
+                arq = arq._replace(
+                    attach_handle_id=handle.id,
+                    attach_handle_uuid=handle.uuid,
+                    attach_handle_type=handle.attach_type,
+                    deployable_id=deployable.id,
+                    attach_handle_info=jsonutils.loads(handle.attach_info),
+                    agent_host=deployable.hostname)
+                if ready(arq, handle):
+                    target = states.BOUND
+                else:
+                    claims.append(Claim(arq, deployable, handle))
+            _cas(context, uuid, target, dict(
+                values, bind_conductor=conductor, bind_started_at=now,
+                nova_notified=False, instance_confirmed=False,
+                instance_checked_at=None,
+                attach_handle_id=None if handle is None else handle.id,
+                deployable_id=None if handle is None else deployable.id),
+                project_id=project_id,
+                expected=states.sources_of(states.BIND_STARTED))
+            moved.append(uuid)
     except (exception.ARQNotFound, exception.ARQBadState):
         if new_instances_only:
             # An instance that has ARQs already is the answer (400)
@@ -478,34 +671,9 @@ def bind(context, binds, project_id, conductor, ready,
         # the row the first wrote; SQLite has one writer at a time) or
         # deadlocks and is retried, and then sees the first's ARQs.
         _refuse_bound_instances(context, binds, exclude=binds)
-    arqs = {view.uuid: view
-            for view in _select_views(context, uuids=sorted(binds))}
-    claims, failed = [], []
-    for uuid in binds:
-        arq = arqs[uuid]
-        deployable = deployables[arq.device_rp_uuid]
-        if deployable is None:
-            # The whole request is refused (400) and nothing is written.
-            raise exception.UnknownDeviceProvider(
-                rp_uuid=arq.device_rp_uuid, arq=uuid)
-        handle = _claim(context, deployable)
-        if handle is None:
-            _cas(context, uuid, states.BIND_FAILED, {},
-                 expected=[states.BIND_STARTED])
-            failed.append(uuid)
-            continue
-        arq = arq._replace(
-            attach_handle_id=handle.id, attach_handle_uuid=handle.uuid,
-            attach_handle_type=handle.attach_type, deployable_id=deployable.id,
-            attach_handle_info=jsonutils.loads(handle.attach_info),
-            agent_host=deployable.hostname)
-        done = ready(arq, handle)
-        _cas(context, uuid, states.BOUND if done else states.BIND_STARTED,
-             {'attach_handle_id': handle.id,
-              'deployable_id': deployable.id},
-             expected=[states.BIND_STARTED])
-        if not done:
-            claims.append(Claim(arq, deployable, handle))
+    if unknown is not None:
+        raise exception.UnknownDeviceProvider(rp_uuid=unknown.device_rp_uuid,
+                                              arq=unknown.uuid)
     return claims, failed
 
 

@@ -160,6 +160,8 @@ class Deployable(Base):
         # The list's default order (newest first): a page is read from
         # the index, not sorted from the whole table.
         sa.Index('deployables_created_at_idx', 'created_at'),
+        # A bind looks its deployable up by the provider Nova picked.
+        sa.Index('deployables_rp_uuid_idx', 'rp_uuid'),
         _TABLE_ARGS)
 
     id = sa.Column(sa.Integer, primary_key=True)

@@ -221,7 +221,8 @@ class ConcurrentBindTest(GaleraTestCase):
     def test_last_free_handles_bound_once_nothing_lost(self):
         arqs = []
         for _ in range(self.ARQS):
-            arqs += db_arqs.create(self.ctx, PROFILE, PROJECT)
+            arqs += [arq.uuid for arq in db_arqs.create(self.ctx, PROFILE,
+                                                        PROJECT)]
         with concurrent.futures.ThreadPoolExecutor(self.ARQS) as pool:
             # None of the binds fails: a certification failure is retried.
             list(pool.map(self.bind, range(self.ARQS), arqs))

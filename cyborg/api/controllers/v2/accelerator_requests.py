@@ -206,9 +206,10 @@ class AcceleratorRequestsController:
         if not name:
             # As upstream: no profile has the empty name.
             raise exception.DeviceProfileNotFound(profile='""')
-        uuids = request.conductor_api.arq_create(context, name,
-                                                 context.project_id)
-        arqs = db_arqs.get_many(context, uuids)
+        created = request.conductor_api.arq_create(context, name,
+                                                   context.project_id)
+        # The conductor says what it wrote: nothing is read back.
+        arqs = [db_arqs.from_primitive(values) for values in created]
         pecan.response.status = 201
         return {'arqs': [view(request, arq) for arq in arqs]}
 
