@@ -58,6 +58,22 @@ def aio_config(state_dir, nova, db_url, metrics_port):
     return path
 
 
+def offered(base, deadline, check):
+    """What a server process would have said of the deployment at
+    ``base`` once it offers a device (None if it did not by
+    ``deadline``); ``check()`` raises if its processes ended."""
+    while time.monotonic() < deadline:
+        check()
+        try:
+            ready = bootcycle.target_ready(base)
+        except (requests.ConnectionError, RuntimeError):
+            ready = None
+        if ready and ready['rp_uuids']:
+            return ready
+        time.sleep(0.5)
+    return None
+
+
 def start_aio(args, nova, state_dir):
     """``cyborg-aio`` as the README starts it, in its own process, and
     what a server process would have said once its agent's device is in
@@ -71,20 +87,14 @@ def start_aio(args, nova, state_dir):
         server = subprocess.Popen(command, cwd=TOP, env=env,
                                   stdin=subprocess.PIPE, stdout=log,
                                   stderr=subprocess.STDOUT)
-    base = 'http://127.0.0.1:%d' % port
-    deadline = time.monotonic() + AIO_START_S
-    while time.monotonic() < deadline:
+
+    def check():
         if server.poll() is not None:
             raise SystemExit('cyborg-aio exited with %s; see its log'
                              % server.returncode)
-        try:
-            ready = bootcycle.target_ready(base)
-        except (requests.ConnectionError, RuntimeError):
-            ready = None
-        if ready and ready['rp_uuids']:
-            break
-        time.sleep(0.5)
-    else:
+    ready = offered('http://127.0.0.1:%d' % port,
+                    time.monotonic() + AIO_START_S, check)
+    if ready is None:
         server.kill()
         raise SystemExit('cyborg-aio offered no device in %d s'
                          % AIO_START_S)
@@ -229,17 +239,8 @@ def start_split(args, nova, state_dir, daemons):
             # is sent to a topic before.
             daemons.wait_for_log(name, 'Started ConductorManager',
                                  deadline)
-    base = 'http://127.0.0.1:%d' % port
-    while time.monotonic() < deadline:
-        daemons.check()
-        try:
-            ready = bootcycle.target_ready(base)
-        except (requests.ConnectionError, RuntimeError):
-            ready = None
-        if ready and ready['rp_uuids']:
-            break
-        time.sleep(0.5)
-    else:
+    ready = offered('http://127.0.0.1:%d' % port, deadline, daemons.check)
+    if ready is None:
         raise SystemExit('the split daemons offered no device in %d s; '
                          'see their logs in %s' % (AIO_START_S, state_dir))
     database = (args.db_url or 'sqlite').split(':')[0].split('+')[0]
