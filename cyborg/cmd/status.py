@@ -46,8 +46,9 @@ DESCRIPTION = ('Check that this deployment is ready for the installed '
                'drivers, Placement, adoption, RPC keys; make the keys that '
                'sign RPC messages ("keys create", "keys rotate", "keys '
                'retire") and print the broker users\' commands ("keys '
-               'broker"). "cyborg-status keys --help" for the keys\' '
-               'options. --config-file and --config-dir come before or '
+               'broker"). "cyborg-status keys --help" lists the keys\' '
+               'commands, "cyborg-status keys COMMAND --help" the options '
+               'of each. --config-file and --config-dir come before or '
                'after the command.')
 
 DRIVER_NAMESPACE = 'cyborg.accelerator.driver'

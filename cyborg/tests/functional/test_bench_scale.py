@@ -142,6 +142,15 @@ class SmallRunTest(testtools.TestCase):
         self.assertGreater(numbers['sim_steady_counts']['heartbeats'], 0)
         self.assertIn('late', numbers['sim_steady_counts'])
         self.assertGreater(numbers['rabbit_messages_per_s'], 0)
+        # Read from the daemons' metrics: the conductors write (the
+        # reports, the heartbeats' flush) and bind every boot's ARQ.
+        self.assertGreater(numbers['db_statements_per_s'], 0)
+        self.assertGreater(numbers['db_statements_per_s_by_kind']['select'],
+                           0)
+        self.assertGreater(numbers['db_writes_per_s'], 0)
+        self.assertGreater(numbers['api_db_statements_per_s'], 0)
+        self.assertGreater(numbers['binds_steady_by_outcome']['Bound'], 0)
+        self.assertIn('applied', numbers['reports_steady_by_outcome'])
         self.assertGreater(numbers['boot_cycles'], 0)
         self.assertEqual(set(('profile', 'create', 'bind', 'resolved',
                               'event', 'delete')),
