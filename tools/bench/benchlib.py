@@ -15,7 +15,6 @@ collections.
 """
 
 import concurrent.futures
-import json
 import logging
 import math
 import os
@@ -44,8 +43,8 @@ from cyborg.conductor import manager as conductor_manager
 from cyborg.conductor import rpcapi as conductor_rpcapi
 from cyborg.db import api as db_api
 from cyborg.db import migration
-from cyborg.objects import driver_device as dd
 from cyborg.objects import host as host_obj
+from cyborg.sim import hosts as sim_hosts
 from cyborg.sim import nova as sim_nova
 # This directory's, which every script that imports this module has on
 # its path.
@@ -57,32 +56,9 @@ DEVICES_PER_HOST = 8
 
 
 def fake_devices(hostname, count, functions=1):
-    """``count`` fake FPGA cards of ``hostname``, one deployable each."""
-    devices = []
-    for index in range(count):
-        address = {'domain': '0000', 'bus': '%02x' % (index + 1),
-                   'device': '00', 'function': '0'}
-        handles = [dd.DriverAttachHandle(
-            attach_type='TEST_PCI', in_use=False,
-            attach_info=json.dumps(dict(address, function=str(f)),
-                                   sort_keys=True))
-            for f in range(functions)]
-        deployable = dd.DriverDeployable(
-            name='%s_fpga%d' % (hostname, index),
-            num_accelerators=functions, driver_name='FAKEDRIVER',
-            attribute_list=[dd.DriverAttribute(key='rc', value='FPGA'),
-                            dd.DriverAttribute(key='trait0',
-                                               value='CUSTOM_FAKE_DEVICE')],
-            attach_handle_list=handles)
-        devices.append(dd.DriverDevice(
-            vendor='0xABCD', model='bench card', type='FPGA',
-            std_board_info=json.dumps({'device_id': '0xabcd'}),
-            vendor_board_info='bench',
-            controlpath_id=dd.DriverControlPathID(
-                cpid_type='PCI', cpid_info=json.dumps(address,
-                                                      sort_keys=True)),
-            deployable_list=[deployable], stub=False))
-    return devices
+    """``count`` fake FPGA cards of ``hostname``, one deployable each
+    (:func:`cyborg.sim.hosts.bench_cards`)."""
+    return sim_hosts.bench_cards(hostname, count, functions)
 
 
 #: The environment variable naming the loopback ports the benchmarks'
