@@ -68,6 +68,9 @@ LOG = logging.getLogger(__name__)
 # What a report carries, by the conductor's release: the hardware list
 # and a sequence (RPC 1.6), a sequence (1.5), neither.
 PLAIN, SEQUENCE, HARDWARE = range(3)
+#: ``report_data``'s versions (cyborg.conductor.rpcapi), newest first,
+#: with what a report of each carries.
+REPORT_VERSIONS = (('1.6', HARDWARE), ('1.5', SEQUENCE), ('1.1', PLAIN))
 
 
 def _canonical(value):
@@ -152,6 +155,15 @@ def _supported_version(error, obj):
     return found.group(1)
 
 
+def _unsupported_version(error):
+    """Whether ``error`` says the conductor has no such RPC version:
+    oslo.messaging's UnsupportedVersion, as the in-process transport
+    raises it, or a RemoteError of it, as a broker brings it (its module
+    is not among the exceptions rebuilt)."""
+    return (isinstance(error, messaging.UnsupportedVersion)
+            or getattr(error, 'exc_type', None) == 'UnsupportedVersion')
+
+
 def _backported(error, hardware):
     """``hardware`` (HardwareFunctions) as primitives of the version the
     conductor that answered ``error`` knows, when it refused theirs as
@@ -208,9 +220,6 @@ class Reporter:
         # (hash, sequence) of the last report sent: sent again, it keeps
         # its sequence.
         self._sent = _last_sent(self._state)
-        # What the conductor takes (HARDWARE, SEQUENCE or PLAIN), lowered
-        # when one of an older release refuses it, until the next hello.
-        self._level = HARDWARE
         # Where heartbeats go, as the hello's answer says (None: RPC).
         self._heartbeat_topic = None
 
@@ -324,7 +333,7 @@ class Reporter:
         """
         with self._report_lock:
             devices, hardware = self.survey()
-            if self._level < HARDWARE:
+            if self._takes() < HARDWARE:
                 hardware = None
             digest = report_hash(devices, hardware)
             if digest == self.accepted_hash and self._pending is None:
@@ -351,43 +360,68 @@ class Reporter:
         self._sent = (digest, self._seq)
         return self._seq
 
+    def _takes(self):
+        """What a report to the conductor carries (HARDWARE, SEQUENCE or
+        PLAIN): that of the newest ``report_data`` version the conductor's
+        RPC client can send (``can_send_version()``, under its version
+        cap; an older conductor's refusal lowers the cap until the next
+        hello)."""
+        for rpc_version, level in REPORT_VERSIONS:
+            if self.conductor.can_send_version(rpc_version):
+                return level
+        return PLAIN
+
+    def _refused_version(self, level):
+        """The conductor refused ``report_data`` at ``level``: cap the
+        client below it."""
+        lower = [v for v, takes in REPORT_VERSIONS if takes < level]
+        LOG.info('The conductor takes reports without %s only; sending '
+                 'them so until we say hello again',
+                 'hardware' if level == HARDWARE else 'a sequence')
+        self.conductor.cap_version(lower[0])
+
     def _report_data(self, context, digest, devices, hardware):
         """``report_data`` with the report's sequence and hardware; a
-        conductor of an older release gets what it knows: the report
-        without hardware (then hashed without it, as the conductor
+        conductor of an older release gets what it knows (the version is
+        the newest the RPC client can send, see :meth:`_takes`): the
+        report without hardware (then hashed without it, as the conductor
         keeps it), or without a sequence either; one that knows an older
         HardwareFunction gets the list as that version. Returns the
         answer, the hash sent and the hardware sent (None: none)."""
+        level = self._takes()
+        if hardware is None:
+            level = min(level, SEQUENCE)
+        elif level < HARDWARE:
+            digest, hardware = report_hash(devices), None
+        extra = {}
+        if level >= SEQUENCE:
+            extra['report_seq'] = self._seq_for(digest)
+        try:
+            return self._report_as(context, digest, devices, hardware,
+                                   extra), digest, hardware
+        except (messaging.RemoteError, messaging.UnsupportedVersion) as e:
+            if not _unsupported_version(e) or level == PLAIN:
+                raise
+        self._refused_version(level)
+        return self._report_data(context, digest, devices, hardware)
+
+    def _report_as(self, context, digest, devices, hardware, extra):
+        """Send the report; a conductor that knows an older
+        HardwareFunction only gets the list again as that version."""
         timeout = self._call_timeout()
-        wire = hardware
-        while True:
-            level = self._level
-            if hardware is None:
-                level = min(level, SEQUENCE)
-            elif level < HARDWARE:
-                digest, hardware = report_hash(devices), None
-            extra = {}
-            if level >= SEQUENCE:
-                extra['report_seq'] = self._seq_for(digest)
-            if hardware is not None:
-                extra['hardware'] = wire
-            try:
-                return self.conductor.report_data(
-                    context, self.host, devices, digest, timeout=timeout,
-                    **extra), digest, hardware
-            except messaging.RemoteError as e:
-                older = (_backported(e, hardware)
-                         if hardware is not None and wire is hardware
-                         else None)
-                if older is not None:
-                    wire = older
-                    continue
-                if e.exc_type != 'UnsupportedVersion' or level == PLAIN:
-                    raise
-            LOG.info('The conductor takes reports without %s only; sending '
-                     'them so until we say hello again',
-                     'hardware' if level == HARDWARE else 'a sequence')
-            self._level = level - 1
+        if hardware is not None:
+            extra = dict(extra, hardware=hardware)
+        try:
+            return self.conductor.report_data(
+                context, self.host, devices, digest, timeout=timeout,
+                **extra)
+        except messaging.RemoteError as e:
+            older = _backported(e, hardware) if hardware else None
+            if older is None:
+                raise
+        return self.conductor.report_data(
+            context, self.host, devices, digest, timeout=timeout,
+            **dict(extra, hardware=older))
 
     def _send(self, context, digest, devices, hardware=None):
         try:
@@ -463,7 +497,9 @@ class Reporter:
                 # database), gets a full report.
                 self.accepted_hash = None
             self._seq = max(self._seq, _applied_seq(host) or 0)
-            self._level = HARDWARE
+            # This conductor may be newer than the one that lowered the
+            # cap: its own version again.
+            self.conductor.cap_version(None)
             self._heartbeat_topic = _heartbeat_topic(host)
             self._registered.set()
             self.refused = None

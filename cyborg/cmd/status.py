@@ -5,31 +5,27 @@ the worst code: 0 success, 1 warning, 2 failure (255 if a check crashed).
 The checks read the database with plain SQL through alembic, never through
 objects, so they work on a database the previous release left behind.
 
-``cyborg-status keys {create,rotate,retire} (--api | --host NAME ...)``
-makes the RPC keys in [security] key_dir (or ``--key-dir``), and says
-first where that directory comes from;
-``cyborg-status keys broker`` prints the ``rabbitmqctl`` commands of the
-broker users (one per host, ``--api``, ``--conductor``): see
-doc/source/admin/security.rst.
+``cyborg-status keys {create,rotate,retire,broker} ...`` makes the RPC
+keys and prints the broker users' commands: a module of its own,
+:mod:`cyborg.cmd.keys`, whose commands this one reads the configuration
+for.
 """
 
 import importlib.metadata
 import itertools
 import json
-import shlex
 import sys
 
 from oslo_config import cfg
 from oslo_db import exception as db_exc
-import oslo_messaging as messaging
 from oslo_policy import opts as policy_opts
 from oslo_upgradecheck import common_checks
 from oslo_upgradecheck import upgradecheck
 import sqlalchemy as sa
 
 from cyborg.cmd import dbsync
+from cyborg.cmd import keys as keys_cmd
 from cyborg.common import config_check
-from cyborg.common import broker
 from cyborg.common.clients import placement as placement_client
 from cyborg.common import exception
 from cyborg.common import keys
@@ -50,8 +46,9 @@ DESCRIPTION = ('Check that this deployment is ready for the installed '
                'drivers, Placement, adoption, RPC keys; make the keys that '
                'sign RPC messages ("keys create", "keys rotate", "keys '
                'retire") and print the broker users\' commands ("keys '
-               'broker"). "cyborg-status keys --help" for the keys\' '
-               'options. --config-file and --config-dir come before or '
+               'broker"). "cyborg-status keys --help" lists the keys\' '
+               'commands, "cyborg-status keys COMMAND --help" the options '
+               'of each. --config-file and --config-dir come before or '
                'after the command.')
 
 DRIVER_NAMESPACE = 'cyborg.accelerator.driver'
@@ -384,55 +381,8 @@ def _placement_version_result(document):
     return _result(upgradecheck.Code.SUCCESS)
 
 
-def _create_key(key_dir, identity):
-    path, created = keys.create(key_dir, identity)
-    return ('created' if created else 'kept'), path
-
-
-#: What ``keys`` does to each key it is given: {action: function(key_dir,
-#: identity) -> (what was done, the key file)}.
-KEY_ACTIONS = {
-    'create': _create_key,
-    'rotate': lambda key_dir, identity: (
-        'rotated', keys.rotate(key_dir, identity)),
-    'retire': lambda key_dir, identity: (
-        'retired', keys.retire(key_dir, identity)),
-}
-
 #: The options of the configuration, taken before or after the command.
 CONFIG_OPTIONS = ('--config-file', '--config-dir')
-
-
-def _add_keys_parser(subparsers):
-    parser = subparsers.add_parser(
-        'keys', help='make the keys that sign RPC messages (create, rotate, '
-        'retire) or print the broker users\' commands (broker)',
-        description='Make the keys that sign RPC messages: one per compute '
-        'host (give it to that host and the conductors) and the API\'s '
-        '(give it to the API and the conductors). Each command that writes '
-        'keys first says where the key directory comes from.')
-    parser.add_argument('action', choices=tuple(KEY_ACTIONS) + ('broker',),
-                        help='create: a key for each that has none (an '
-                        'existing key is kept); rotate: add a new key, '
-                        'both are used until retire; retire: keep only the '
-                        'newest key; broker: print the rabbitmqctl '
-                        'commands of their broker users ("cyborg-agent.HOST", '
-                        '"cyborg-api" and "cyborg-conductor", on the vhost '
-                        'of transport_url)')
-    # Their names are not cyborg options' (oslo.config refuses those).
-    parser.add_argument('--api', action='store_true', dest='for_api',
-                        help="the API's key")
-    parser.add_argument('--conductor', action='store_true',
-                        dest='for_conductor',
-                        help='broker: the conductors\' user')
-    parser.add_argument('--host', action='append', default=[],
-                        dest='hosts', metavar='HOST',
-                        help='a compute host (its [DEFAULT] host); repeat '
-                        'for several')
-    parser.add_argument('--key-dir', help='default: [security] key_dir of '
-                        'the configuration files (--config-file and '
-                        '--config-dir, before or after "keys")')
-    parser.set_defaults(action_fn=lambda: keys_main(CONF, CONF.command))
 
 
 def _add_upgrade_parser(subparsers):
@@ -451,7 +401,7 @@ def _add_upgrade_parser(subparsers):
 
 def _add_commands(subparsers):
     _add_upgrade_parser(subparsers)
-    _add_keys_parser(subparsers)
+    keys_cmd.add_parser(subparsers, CONF)
 
 
 COMMAND = cfg.SubCommandOpt('command', title='commands',
@@ -473,83 +423,6 @@ def _config_options_first(argv):
         else:
             head.append(word)
     return head + tail
-
-
-def _vhost(conf):
-    """The RabbitMQ vhost of ``transport_url`` (``/`` when it names
-    none)."""
-    try:
-        url = messaging.TransportURL.parse(conf, conf.transport_url)
-    except messaging.InvalidTransportURL:
-        return '/'
-    return url.virtual_host or '/'
-
-
-def _broker_lines(args, conf):
-    """``rabbitmqctl`` command lines of the users ``args`` names, on the
-    vhost of ``transport_url``."""
-    roles = ([(broker.CONDUCTOR, None)] if args.for_conductor else [])
-    roles += [(broker.API, None)] if args.for_api else []
-    roles += [(broker.AGENT, host) for host in args.hosts]
-    vhost = _vhost(conf)
-    lines = []
-    if vhost != '/':
-        lines.append(shlex.join(['rabbitmqctl', 'add_vhost', vhost]))
-    for role, host in roles:
-        user = broker.user_name(role, host, prefix=conf.rpc_topic_prefix)
-        lines.append('rabbitmqctl add_user %s <password>' % shlex.quote(user))
-        for command in broker.commands(
-                user, role, host, exchange=conf.control_exchange,
-                prefix=conf.rpc_topic_prefix, vhost=vhost):
-            lines.append(shlex.join(['rabbitmqctl'] + command))
-    return lines
-
-
-def key_dir_origin(conf, args):
-    """(the key directory, where it comes from: ``--key-dir``, the
-    configuration file that sets it, or the default and why)."""
-    if args.key_dir:
-        return args.key_dir, '--key-dir'
-    key_dir = conf.security.key_dir
-    where = conf.get_location('key_dir', 'security')
-    if where is not None and where.location is cfg.Locations.user:
-        return key_dir, '[security] key_dir in %s' % where.detail
-    read = list(conf.config_file or [])
-    if conf.config_dir:
-        read.append('--config-dir %s' % conf.config_dir)
-    if read:
-        return key_dir, ('the default [security] key_dir: the configuration '
-                         'read, %s, does not set it' % ', '.join(read))
-    return key_dir, ('the default [security] key_dir: no configuration file '
-                     'was read; give --config-file')
-
-
-def keys_main(conf, args):
-    """``cyborg-status keys ...`` with the configuration ``conf`` read:
-    returns the exit code."""
-    if args.action == 'broker':
-        try:
-            print('\n'.join(_broker_lines(args, conf)))
-        except exception.Invalid as e:
-            print('cyborg-status keys: %s' % e, file=sys.stderr)
-            return 1
-        return 0
-    identities = ([keys.API] if args.for_api else []) + args.hosts
-    if not identities:
-        print('cyborg-status keys: give --api or --host', file=sys.stderr)
-        return 2
-    key_dir, origin = key_dir_origin(conf, args)
-    print('key directory %s (%s)' % (key_dir, origin))
-    action = KEY_ACTIONS[args.action]
-    try:
-        identities = [i if i == keys.API else keys.host_identity(i)
-                      for i in identities]
-        for identity in identities:
-            print('%s %s' % action(key_dir, identity))
-    except (exception.CyborgException, OSError) as e:
-        print('cyborg-status keys: %s' % e, file=sys.stderr)
-        return 1
-    return 0
 
 
 def main(argv=None):

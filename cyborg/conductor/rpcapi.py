@@ -57,6 +57,16 @@ class ConductorAPI:
         # {topic: client} of the heartbeat channels named by hellos.
         self._channels = {}
 
+    def can_send_version(self, version):
+        """Whether ``version`` is within this client's version cap (this
+        release's RPC_API_VERSION, or what :meth:`cap_version` set)."""
+        return self.client.can_send_version(version)
+
+    def cap_version(self, version):
+        """Send no message newer than ``version`` (None: this release's
+        RPC_API_VERSION): the conductor is of an older release."""
+        self.client.version_cap = version or self.RPC_API_VERSION
+
     def agent_hello(self, context, hello, timeout=None):
         """Register an agent and its drivers; returns the Host."""
         cctxt = self.client.prepare(version='1.0', timeout=timeout)

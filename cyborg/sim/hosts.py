@@ -72,27 +72,42 @@ VARIANTS = (
 )
 
 
-def fpga_card(hostname, slot):
+def fpga_card(hostname, slot, functions=1, bus=None, name=None,
+              label='sim'):
     """A fake FPGA card of ``hostname`` in PCI slot ``slot`` (bus 0x80 and
-    up: clear of the captured trees' and the fake driver's addresses)."""
-    address = {'domain': '0000', 'bus': '%02x' % (0x80 + slot),
+    up unless ``bus`` says: clear of the captured trees' and the fake
+    driver's addresses), its deployable (``name``, ``HOST_cardSLOT`` by
+    default) with ``functions`` functions; ``label`` names the model and
+    the board."""
+    address = {'domain': '0000',
+               'bus': '%02x' % (0x80 + slot if bus is None else bus),
                'device': '00', 'function': '0'}
-    info = json.dumps(address, sort_keys=True)
     deployable = dd.DriverDeployable(
-        name='%s_card%d' % (hostname, slot), num_accelerators=1,
-        driver_name='FAKEDRIVER',
+        name=name or '%s_card%d' % (hostname, slot),
+        num_accelerators=functions, driver_name='FAKEDRIVER',
         attribute_list=[dd.DriverAttribute(key='rc', value='FPGA'),
                         dd.DriverAttribute(key='trait0',
                                            value='CUSTOM_FAKE_DEVICE')],
         attach_handle_list=[dd.DriverAttachHandle(
-            attach_type='TEST_PCI', in_use=False, attach_info=info)])
+            attach_type='TEST_PCI', in_use=False,
+            attach_info=json.dumps(dict(address, function=str(f)),
+                                   sort_keys=True))
+            for f in range(functions)])
     return dd.DriverDevice(
-        vendor='0xABCD', model='sim card', type='FPGA',
+        vendor='0xABCD', model='%s card' % label, type='FPGA',
         std_board_info=json.dumps({'device_id': '0xabcd'}),
-        vendor_board_info='sim',
-        controlpath_id=dd.DriverControlPathID(cpid_type='PCI',
-                                              cpid_info=info),
+        vendor_board_info=label,
+        controlpath_id=dd.DriverControlPathID(
+            cpid_type='PCI', cpid_info=json.dumps(address, sort_keys=True)),
         deployable_list=[deployable], stub=False)
+
+
+def bench_cards(hostname, count, functions=1):
+    """The benchmarks' ``count`` cards of ``hostname``: buses 1 and up,
+    deployables ``HOST_fpgaN``."""
+    return [fpga_card(hostname, index, functions, bus=index + 1,
+                      name='%s_fpga%d' % (hostname, index), label='bench')
+            for index in range(count)]
 
 
 def next_due(due, interval, now):

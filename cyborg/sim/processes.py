@@ -3,8 +3,8 @@ processes: for thousands of hosts, whose RPC sends cost one process CPU
 under one GIL. :class:`SimHostProcesses` starts them (``python -m
 cyborg.sim.processes SPEC``), commands them one JSON line at a time on
 their stdin and gathers what they count; :func:`serve` is a process's
-side. :func:`count_messages` counts what a process sends on the broker
-(``tools/bench/scale`` counts its conductors' with it too).
+side. :func:`sent_messages` says what a process sent on the broker, from its
+own metrics (as the daemons' are read from theirs).
 """
 
 import concurrent.futures
@@ -23,20 +23,22 @@ from cyborg.sim import hosts as sim_hosts
 REPLY = '@@sim '
 
 
-def count_messages(counts, lock):
-    """Count what this process sends on the broker: each message, and a
-    reply for each call (as ``tools/bench/scale`` counts a conductor's)."""
-    from cyborg.common import rpc
-    send = rpc.SigningTransport.send_message
-
-    def counted(self, target, ctxt, message, wait_for_reply=None, *args,
-                **kwargs):
-        with lock:
-            counts['messages'] += 2 if wait_for_reply else 1
-            counts['calls' if wait_for_reply else 'casts'] += 1
-        return send(self, target, ctxt, message, wait_for_reply, *args,
-                    **kwargs)
-    rpc.SigningTransport.send_message = counted
+def sent_messages():
+    """What this process sent on the broker, as its own metrics count it
+    (``cyborg_rpc_client_messages_total``, counted whether or not they
+    are served): ``calls``, ``casts``, and ``messages``, a reply counted
+    for each call."""
+    from cyborg.common import metrics
+    counts = {'messages': 0, 'calls': 0, 'casts': 0}
+    for family in metrics.RPC_CLIENT.collect():
+        for sample in family.samples:
+            if not sample.name.endswith('_total'):
+                continue
+            kind = sample.labels.get('kind')
+            if kind in ('call', 'cast'):
+                counts[kind + 's'] += int(sample.value)
+    counts['messages'] = 2 * counts['calls'] + counts['casts']
+    return counts
 
 
 class _Child:
@@ -247,9 +249,6 @@ def serve(spec_file, infile=None, outfile=None):
     conf.set_override('key_dir', spec['key_dir'], group='security')
     import logging
     logging.getLogger().setLevel(logging.ERROR)
-    messages = {'messages': 0, 'calls': 0, 'casts': 0}
-    lock = threading.Lock()
-    count_messages(messages, lock)
     # Plays compute hosts: a guest on the broker, as agents are.
     rpc.init(conf, keys.KeyStore(spec['key_dir']),
              identity=keys.API)
@@ -271,8 +270,7 @@ def serve(spec_file, infile=None, outfile=None):
 
     def state(names=0):
         answer = sim.state(names)
-        with lock:
-            answer['messages'] = dict(messages)
+        answer['messages'] = sent_messages()
         return answer
 
     def changing(value):

@@ -5,26 +5,23 @@ it on real RPC (``transport_url``), and the embedded Placement, on a fresh
 database: SQLite in the state directory, or a new database on the MariaDB
 or PostgreSQL server of ``db_url`` (created here, dropped at the end).
 ``seed`` makes hosts report fake FPGA cards through the conductor's real
-RPC path, as agents do. ``FakeNova`` is the Nova a benchmark's conductor
-sends its external events to. ``CountedConductor`` is a
-cyborg-conductor process that counts its database statements and the
-messages it sends. The rest is what several scripts share: loading a
-sibling script, writing a daemon's configuration, waiting for a
-condition, timing this process's garbage collections.
+RPC path, as agents do. ``fake_nova`` is the Nova a benchmark's
+conductor sends its external events to (:mod:`cyborg.sim.nova`).
+``Conductor`` is a cyborg-conductor process (which serves its metrics
+when its configuration says so: :mod:`scrape`). The rest is what
+several scripts share: writing a daemon's
+configuration, waiting for a condition, timing this process's garbage
+collections.
 """
 
-import collections
 import concurrent.futures
-import json
 import logging
 import math
 import os
 import random
-import re
 import socket
 import subprocess
 import sys
-import threading
 import time
 import uuid
 
@@ -38,6 +35,7 @@ from cyborg.api import server as api_server
 from cyborg.common.clients import placement as placement_client
 from cyborg.common import context as cyborg_context
 from cyborg.common import keys
+from cyborg.common import metrics
 from cyborg.common import rpc
 from cyborg.common import service as cyborg_service
 from cyborg import conf as cyborg_conf
@@ -45,43 +43,22 @@ from cyborg.conductor import manager as conductor_manager
 from cyborg.conductor import rpcapi as conductor_rpcapi
 from cyborg.db import api as db_api
 from cyborg.db import migration
-from cyborg.objects import driver_device as dd
 from cyborg.objects import host as host_obj
+from cyborg.sim import hosts as sim_hosts
+from cyborg.sim import nova as sim_nova
 # This directory's, which every script that imports this module has on
 # its path.
 import proclib
+import scrape
 
 CONF = cyborg_conf.CONF
 DEVICES_PER_HOST = 8
 
 
 def fake_devices(hostname, count, functions=1):
-    """``count`` fake FPGA cards of ``hostname``, one deployable each."""
-    devices = []
-    for index in range(count):
-        address = {'domain': '0000', 'bus': '%02x' % (index + 1),
-                   'device': '00', 'function': '0'}
-        handles = [dd.DriverAttachHandle(
-            attach_type='TEST_PCI', in_use=False,
-            attach_info=json.dumps(dict(address, function=str(f)),
-                                   sort_keys=True))
-            for f in range(functions)]
-        deployable = dd.DriverDeployable(
-            name='%s_fpga%d' % (hostname, index),
-            num_accelerators=functions, driver_name='FAKEDRIVER',
-            attribute_list=[dd.DriverAttribute(key='rc', value='FPGA'),
-                            dd.DriverAttribute(key='trait0',
-                                               value='CUSTOM_FAKE_DEVICE')],
-            attach_handle_list=handles)
-        devices.append(dd.DriverDevice(
-            vendor='0xABCD', model='bench card', type='FPGA',
-            std_board_info=json.dumps({'device_id': '0xabcd'}),
-            vendor_board_info='bench',
-            controlpath_id=dd.DriverControlPathID(
-                cpid_type='PCI', cpid_info=json.dumps(address,
-                                                      sort_keys=True)),
-            deployable_list=[deployable], stub=False))
-    return devices
+    """``count`` fake FPGA cards of ``hostname``, one deployable each
+    (:func:`cyborg.sim.hosts.bench_cards`)."""
+    return sim_hosts.bench_cards(hostname, count, functions)
 
 
 #: The environment variable naming the loopback ports the benchmarks'
@@ -110,83 +87,11 @@ def free_port():
     raise OSError('no free port in %s' % ports)
 
 
-class FakeNova:
-    """Nova's ``os-server-external-events`` API on a loopback port, in the
-    process that creates it: it answers as Nova does (the version
-    documents a client discovers, 200 with a code for every event) and
-    records every request and event it got, so that a benchmark can wait
-    for an instance's events and count them."""
-
-    EVENTS = '/v2.1/os-server-external-events'
-
-    def __init__(self, threads=8):
-        self.events = collections.defaultdict(list)
-        self.requests = collections.Counter()
-        self.received = 0
-        self._cond = threading.Condition()
-        self.server = api_server.WSGIServer(
-            self, '127.0.0.1', free_port() if os.environ.get(PORTS_ENV)
-            else 0, threads, name='fake-nova')
-
-    @property
-    def endpoint(self):
-        return 'http://127.0.0.1:%d/v2.1' % self.server.port
-
-    def start(self):
-        self.server.start()
-        return self
-
-    def stop(self):
-        self.server.stop()
-
-    def _version(self, environ):
-        return {'id': 'v2.1', 'status': 'CURRENT', 'version': '2.96',
-                'min_version': '2.1', 'updated': '2013-07-23T11:33:21Z',
-                'links': [{'rel': 'self', 'href': 'http://%s/v2.1/' %
-                           environ.get('HTTP_HOST', '127.0.0.1')}]}
-
-    def __call__(self, environ, start_response):
-        method, path = environ['REQUEST_METHOD'], environ['PATH_INFO']
-        with self._cond:
-            self.requests['%s %s' % (method, path)] += 1
-        status, body = '404 Not Found', {'itemNotFound': {
-            'code': 404, 'message': 'Not found'}}
-        if method == 'GET' and path in ('', '/'):
-            status, body = '200 OK', {'versions': [self._version(environ)]}
-        elif method == 'GET' and path.rstrip('/') == '/v2.1':
-            status, body = '200 OK', {'version': self._version(environ)}
-        elif method == 'POST' and path == self.EVENTS:
-            length = int(environ.get('CONTENT_LENGTH') or 0)
-            events = json.loads(environ['wsgi.input'].read(length))['events']
-            self._record(events)
-            status, body = '200 OK', {'events': [dict(e, code=200)
-                                                 for e in events]}
-        start_response(status, [('Content-Type', 'application/json'),
-                                ('OpenStack-API-Version', 'compute 2.82')])
-        return [json.dumps(body).encode()]
-
-    def _record(self, events):
-        with self._cond:
-            for event in events:
-                self.events[event['server_uuid']].append(event)
-            self.received += len(events)
-            self._cond.notify_all()
-
-    def wait_for(self, instance, count, timeout):
-        """The events of ``instance`` once there are ``count``; None
-        after ``timeout`` seconds without them."""
-        deadline = time.monotonic() + timeout
-        with self._cond:
-            while len(self.events[instance]) < count:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return None
-                self._cond.wait(left)
-            return list(self.events[instance])
-
-    def event_posts(self):
-        with self._cond:
-            return self.requests['POST %s' % self.EVENTS]
+def fake_nova(threads=8):
+    """A :class:`cyborg.sim.nova.FakeNova` on a port of
+    ``$CYBORG_BENCH_PORTS`` when set (any free one otherwise)."""
+    return sim_nova.FakeNova(
+        free_port() if os.environ.get(PORTS_ENV) else 0, threads)
 
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..'))
@@ -258,8 +163,12 @@ def use_service(conf, group, endpoint, token):
 class Stack:
 
     def __init__(self, state_dir, db_url=None, transport_url='fake:/',
-                 api_threads=16, nova_endpoint=None):
+                 api_threads=16, nova_endpoint=None, metrics_port=None):
         self.state_dir = state_dir
+        #: Where this process serves its metrics (``[metrics]``), if
+        #: ``metrics_port`` is given.
+        self.metrics_port = metrics_port
+        self.metrics = None
         self.db_url = db_url
         self.transport_url = transport_url
         self.nova_endpoint = nova_endpoint
@@ -296,6 +205,12 @@ class Stack:
         CONF.set_override('host_down_timeout', 24 * 3600, group='conductor')
         if self.nova_endpoint:
             use_service(CONF, 'nova', self.nova_endpoint, 'nova-token')
+        if self.metrics_port:
+            # Before the database is configured: statements are counted
+            # only where metrics are served.
+            for option, value in scrape.metrics_options(
+                    self.metrics_port).items():
+                CONF.set_override(option, value, group='metrics')
         # Benchmarks print numbers, not every request Placement served.
         logging.getLogger().setLevel(logging.WARNING)
 
@@ -303,8 +218,15 @@ class Stack:
         use_service(CONF, 'placement', 'http://127.0.0.1:%d%s' % (
             port, aio_placement.PREFIX), 'admin')
 
+    @property
+    def metrics_url(self):
+        return ('http://127.0.0.1:%d' % self.metrics_port
+                if self.metrics_port else None)
+
     def start(self, conductor=True):
         self.configure()
+        # One listener for the API and the conductor of this process.
+        self.metrics = metrics.serve(CONF)
         db_api.configure(CONF)
         migration.upgrade('head')
         rpc.init(CONF, key_store(self.state_dir), identity=keys.CONDUCTOR)
@@ -380,24 +302,14 @@ class Stack:
         if self.server is not None:
             self.server.stop()
         rpc.cleanup()
+        if self.metrics is not None:
+            self.metrics.stop()
         db_api.get_engine().dispose()
         for cleanup in reversed(self.cleanups):
             cleanup()
 
 
 # -- what several scripts need --------------------------------------------
-
-def load_script(name):
-    """A script of this directory (no .py suffix) as a module."""
-    import importlib.machinery
-    import importlib.util
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), name)
-    loader = importlib.machinery.SourceFileLoader('bench_' + name, path)
-    spec = importlib.util.spec_from_loader(loader.name, loader)
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
-
 
 def write_config(path, sections):
     """``sections`` ({section: {option: value}}) as an ini file at
@@ -442,91 +354,22 @@ class GCPauses:
                 'longest_ms': round(self.longest, 1)}
 
 
-# -- a cyborg-conductor process that counts -------------------------------
+# -- a cyborg-conductor process that serves its metrics ------------------
 
-_TABLE = re.compile(r'\b(?:INTO|UPDATE|FROM)\s+[`"]?(\w+)', re.IGNORECASE)
-_WRITES = ('INSERT', 'UPDATE', 'DELETE')
+class Conductor:
+    """A cyborg-conductor process of ``config`` (which should enable its
+    ``[metrics]``: :func:`scrape.metrics_options`), its log in
+    ``state_dir``; its metrics at :attr:`metrics_url` when ``port`` is
+    given."""
 
-
-def statement_kind(text):
-    """``VERB table`` of an SQL statement (its first table), for the
-    statements-by-kind breakdown."""
-    words = text.split(None, 1)
-    verb = words[0].upper() if words else '?'
-    table = _TABLE.search(text)
-    return '%s %s' % (verb, table.group(1) if table else '-')
-
-
-def count_statements(counts, lock):
-    """Count every statement this process's engines run into ``counts``
-    (``statements``, ``writes`` and ``by_kind``), under ``lock``."""
-    def statement(_conn, _cursor, text, _params, _context, _many):
-        kind = statement_kind(text)
-        with lock:
-            counts['statements'] += 1
-            counts['by_kind'][kind] = counts['by_kind'].get(kind, 0) + 1
-            if text.lstrip()[:6].upper() in _WRITES:
-                counts['writes'] += 1
-    sa.event.listen(sa.engine.Engine, 'before_cursor_execute', statement)
-
-
-def serve_counted_conductor(counts_file, argv):
-    """cyborg-conductor with ``argv``, its database statements and the
-    messages it sends counted into ``counts_file`` each second; the file
-    says ``ready`` once its RPC server runs. What the process of a
-    :class:`CountedConductor` runs."""
-    from cyborg.cmd import conductor
-    from cyborg.sim import processes as sim_processes
-    counts = {'statements': 0, 'writes': 0, 'messages': 0, 'calls': 0,
-              'casts': 0, 'ready': False, 'by_kind': {}}
-    lock = threading.Lock()
-    count_statements(counts, lock)
-    sim_processes.count_messages(counts, lock)
-    start = cyborg_service.RPCService.start
-
-    def started(self):
-        start(self)
-        with lock:
-            counts['ready'] = True
-    cyborg_service.RPCService.start = started
-
-    def write():
-        while True:
-            with lock:
-                text = json.dumps(counts)
-            with open(counts_file + '.new', 'w') as f:
-                f.write(text)
-            os.replace(counts_file + '.new', counts_file)
-            time.sleep(1)
-    threading.Thread(target=write, daemon=True).start()
-    sys.argv = ['cyborg-conductor'] + argv
-    return conductor.main()
-
-
-class CountedConductor:
-    """A cyborg-conductor process of ``config``, started as ``script
-    --serve-conductor COUNTS_FILE --config-file CONFIG`` (a script that
-    hands those arguments to :func:`serve_counted_conductor`), its log in
-    ``state_dir``."""
-
-    def __init__(self, script, state_dir, name, config):
+    def __init__(self, state_dir, name, config, port=None):
         self.name = name
-        self.counts_file = os.path.join(state_dir,
-                                        'conductor-%s-counts.json' % name)
+        self.metrics_url = 'http://127.0.0.1:%d' % port if port else None
         self.log = open(os.path.join(state_dir, '%s.log' % name), 'w')
         self.process = subprocess.Popen(
-            [sys.executable, script, '--serve-conductor', self.counts_file,
-             '--config-file', config],
-            stdout=self.log, stderr=subprocess.STDOUT)
-
-    def counts(self):
-        # Written each second: what it said a second ago at most.
-        time.sleep(1.1)
-        try:
-            with open(self.counts_file) as f:
-                return json.load(f)
-        except (OSError, ValueError):
-            return {}
+            [sys.executable, '-m', 'cyborg.cmd.conductor', '--config-file',
+             config], stdout=self.log, stderr=subprocess.STDOUT, cwd=TOP,
+            env=dict(os.environ, PYTHONPATH=TOP))
 
     def cpu(self):
         return proclib.tree_cpu_seconds(self.process.pid)
@@ -534,13 +377,18 @@ class CountedConductor:
     def rss_mib(self):
         return round(proclib.tree_memory(self.process.pid)[0], 1)
 
+    def _started(self):
+        with open(self.log.name) as f:
+            return 'Started ConductorManager' in f.read()
+
     def wait_ready(self, timeout=300):
         deadline = time.monotonic() + timeout
-        while not self.counts().get('ready'):
+        while not self._started():
             if self.process.poll() is not None or time.monotonic() > deadline:
                 with open(self.log.name) as f:
                     sys.stderr.write(f.read()[-3000:])
                 raise SystemExit('conductor %s did not start' % self.name)
+            time.sleep(0.2)
 
     def stop(self):
         if self.process.poll() is None:

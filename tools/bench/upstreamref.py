@@ -14,7 +14,9 @@ Imports nothing of cyborg: ``upstream_storm``, which runs with
 upstream's ``cyborg`` package, uses it too.
 """
 
+import json
 import os
+import subprocess
 import sys
 
 #: The environment variable naming the directory (as ``ref-up.sh``
@@ -71,3 +73,50 @@ def environ(ref_dir):
            if key != 'PYTHONPATH'}
     env[ENV] = ref_dir
     return env
+
+
+# -- tools/bench/scale's upstream rounds ------------------------------------
+
+def upstream_round(args, hosts):
+    storm = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                         'upstream_storm')
+    command = [args.upstream_python, storm,
+               '--hosts', str(hosts), '--devices', '4',
+               '--threads', str(args.threads)]
+    done = subprocess.run(command, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, check=False,
+                          env=environ(args.ref_dir),
+                          cwd=args.ref_dir)
+    try:
+        return json.loads(done.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        raise SystemExit('upstream_storm failed: %s' % (
+            done.stdout + done.stderr)[-2000:]) from None
+
+
+def run_upstream(args):
+    """Upstream's rounds, doubling, until one takes longer than its
+    agents' period. Returns (the host count where a round would take the
+    whole period, from the last round: by its time and by its
+    conductor's CPU seconds; points for the chart)."""
+    points, by_time, by_cpu = [], None, None
+    hosts = args.upstream_hosts
+    while hosts <= args.upstream_max:
+        result = upstream_round(args, hosts)
+        seconds = result['consistent_s']
+        cpu = result['cpu_s_by_part_first']['conductor']
+        print('upstream: %d hosts x 4 devices: a round took %.1f s, its '
+              'conductor %.1f CPU-s' % (hosts, seconds, cpu), flush=True)
+        # Its conductor at that count: a round each period, and at most
+        # the whole period busy.
+        points.append((hosts, min(cpu, args.upstream_period)
+                       * 60 / args.upstream_period))
+        by_time = int(hosts * args.upstream_period / seconds)
+        by_cpu = int(hosts * args.upstream_period / max(cpu, 0.01))
+        if seconds > args.upstream_period:
+            break
+        hosts *= 2
+    if by_cpu and by_cpu > points[-1][0]:
+        # Where its conductor would be busy the whole minute.
+        points.append((by_cpu, 60.0))
+    return by_time, by_cpu, points

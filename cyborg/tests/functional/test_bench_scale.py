@@ -34,7 +34,7 @@ class FiguresTest(testtools.TestCase):
     def setUp(self):
         super().setUp()
         self.scale = load_scale()
-        self.api = self.scale.benchlib.load_script('api')
+        self.stats = self.scale.scalestats
 
     def test_simulator_processes(self):
         def args(value):
@@ -66,10 +66,10 @@ class FiguresTest(testtools.TestCase):
         cycles = [(100.0, 0.05, 0.5, 2, [(10, 0, 3), (0, 0, 0), (20, 1, 4)]),
                   (101.0, 0.30, 2.0, 9, [(90, 40, 9), (0, 0, 0), (30, 25, 8)]),
                   (102.0, 0.06, 1.0, 3, [(0, 0, 0), (0, 0, 0), (10, 0, 2)])]
-        steps = {name: [0.01, 0.01, 0.01] for name in self.api.STEPS}
+        steps = {name: [0.01, 0.01, 0.01]
+                 for name in self.scale.bootcycle.STEPS}
         steps['resolved'] = [0.02, 0.25, 0.03]
-        by_step, slowest = self.scale.boot_steps(self.api, cycles, steps,
-                                                 slowest=2)
+        by_step, slowest = self.stats.boot_steps(cycles, steps, slowest=2)
         self.assertEqual({'p50': 30.0, 'p99': 250.0, 'max': 250.0},
                          by_step['resolved'])
         self.assertEqual(10.0, by_step['bind']['p99'])
@@ -85,7 +85,7 @@ class FiguresTest(testtools.TestCase):
                   for i in range(19)]
         cycles.append((19.0, 0.5, 2.0, 9, [(30, 40, 8), (50, 60, 4)]))
         cycles.append((20.0, 0.25, 2.0, 9, [(10, 20, 4), (30, 80, 2)]))
-        daemons = self.scale.boot_daemons(cycles)
+        daemons = self.stats.boot_daemons(cycles)
         # The slowest tenth of 21 cycles: the two slowest.
         self.assertEqual([[20.0, 30.0, 6.0], [40.0, 70.0, 3.0]],
                          daemons['slowest_tenth'])
@@ -109,7 +109,7 @@ class FiguresTest(testtools.TestCase):
         cores = os.cpu_count()
         cycles = [(0, 0.05, 0.1, 1, []), (1, 0.40, cores, 9, []),
                   (2, 0.07, 0.2, 1, []), (3, 0.30, cores, 7, [])]
-        split = self.scale.boot_by_machine(self.api, cycles)
+        split = self.stats.boot_by_machine(cycles)
         self.assertEqual({'n': 2, 'p50': 300.0, 'p99': 400.0},
                          split['saturated'])
         self.assertEqual({'n': 2, 'p50': 50.0, 'p99': 70.0},
@@ -142,6 +142,15 @@ class SmallRunTest(testtools.TestCase):
         self.assertGreater(numbers['sim_steady_counts']['heartbeats'], 0)
         self.assertIn('late', numbers['sim_steady_counts'])
         self.assertGreater(numbers['rabbit_messages_per_s'], 0)
+        # Read from the daemons' metrics: the conductors write (the
+        # reports, the heartbeats' flush) and bind every boot's ARQ.
+        self.assertGreater(numbers['db_statements_per_s'], 0)
+        self.assertGreater(numbers['db_statements_per_s_by_kind']['select'],
+                           0)
+        self.assertGreater(numbers['db_writes_per_s'], 0)
+        self.assertGreater(numbers['api_db_statements_per_s'], 0)
+        self.assertGreater(numbers['binds_steady_by_outcome']['Bound'], 0)
+        self.assertIn('applied', numbers['reports_steady_by_outcome'])
         self.assertGreater(numbers['boot_cycles'], 0)
         self.assertEqual(set(('profile', 'create', 'bind', 'resolved',
                               'event', 'delete')),
@@ -154,3 +163,81 @@ class SmallRunTest(testtools.TestCase):
         self.assertEqual({'collections', 'longest_ms'},
                          set(numbers['harness_gc']))
         self.assertGreaterEqual(numbers['machine_steal_cores'], 0)
+
+
+#: Two scrapes of a conductor (``cyborg_..._total`` as prometheus_client
+#: writes them).
+BEFORE = '''# TYPE cyborg_db_statements_total counter
+cyborg_db_statements_total{kind="select"} 10.0
+cyborg_db_statements_total{kind="update"} 2.0
+# TYPE cyborg_rpc_client_messages_total counter
+cyborg_rpc_client_messages_total{kind="call",method="a",outcome="ok"} 1.0
+# TYPE cyborg_conductor_binds_total counter
+cyborg_conductor_binds_total{outcome="Bound"} 3.0
+'''
+AFTER = '''# TYPE cyborg_db_statements_total counter
+cyborg_db_statements_total{kind="select"} 25.0
+cyborg_db_statements_total{kind="update"} 2.0
+cyborg_db_statements_total{kind="insert"} 4.0
+# TYPE cyborg_rpc_client_messages_total counter
+cyborg_rpc_client_messages_total{kind="call",method="a",outcome="ok"} 3.0
+cyborg_rpc_client_messages_total{kind="cast",method="b",outcome="ok"} 5.0
+# TYPE cyborg_conductor_binds_total counter
+cyborg_conductor_binds_total{outcome="Bound"} 7.0
+cyborg_conductor_binds_total{outcome="BindFailed"} 1.0
+'''
+
+
+class ScrapeTest(testtools.TestCase):
+    """The benchmarks' numbers are differences of the daemons' metrics."""
+
+    def setUp(self):
+        super().setUp()
+        scale = load_scale()
+        self.scrape, self.stats = scale.scrape, scale.scalestats
+
+    def test_phase_of_two_scrapes(self):
+        before = {'ctl-1': self.scrape.parse(BEFORE)}
+        after = {'ctl-1': self.scrape.parse(AFTER)}
+        counted = self.scrape.phase(after, before)
+        self.assertEqual(19, counted['statements'])
+        self.assertEqual({'insert': 4, 'select': 15},
+                         counted['statements_by_kind'])
+        # Two more calls (each answered) and five casts.
+        self.assertEqual(9, counted['rpc_messages'])
+        self.assertEqual({'BindFailed': 1, 'Bound': 4},
+                         counted['binds_by_outcome'])
+        self.assertEqual({}, counted['reports_by_outcome'])
+
+    def test_daemon_numbers_of_the_steady_state(self):
+        nothing = self.scrape.parse('')
+        before = {'metrics': {'ctl-1': self.scrape.parse(BEFORE),
+                              'ctl-2': nothing, 'api': nothing},
+                  'messages': {'messages': 100}}
+        after = {'metrics': {'ctl-1': self.scrape.parse(AFTER),
+                             'ctl-2': self.scrape.parse(BEFORE),
+                             'api': self.scrape.parse(AFTER)},
+                 'messages': {'messages': 110}}
+        numbers = self.stats.daemon_numbers(before, after, seconds=2.0)
+        # ctl-1: 19 statements, ctl-2: 12, in 2 s.
+        self.assertEqual(15.5, numbers['db_statements_per_s'])
+        # ctl-1's 4 inserts, ctl-2's 2 updates.
+        self.assertEqual(3.0, numbers['db_writes_per_s'])
+        self.assertEqual({'select': 12.5, 'insert': 2.0, 'update': 1.0},
+                         numbers['db_statements_per_s_by_kind'])
+        self.assertEqual(15.5, numbers['api_db_statements_per_s'])
+        # The hosts' 10, ctl-1's 9, ctl-2's 2, the API's 11: in 2 s.
+        self.assertEqual(16.0, numbers['rabbit_messages_per_s'])
+        self.assertEqual({'BindFailed': 1, 'Bound': 7},
+                         numbers['binds_steady_by_outcome'])
+
+    def test_what_a_process_sent(self):
+        from cyborg.common import metrics
+        from cyborg.sim import processes
+        before = processes.sent_messages()
+        metrics.RPC_CLIENT.labels('bench_test', 'call', 'ok').inc(2)
+        metrics.RPC_CLIENT.labels('bench_test', 'cast', 'error').inc()
+        after = processes.sent_messages()
+        self.assertEqual((2, 1, 5), tuple(
+            after[key] - before[key] for key in ('calls', 'casts',
+                                                 'messages')))

@@ -45,6 +45,21 @@ class APIBenchmarkTest(testtools.TestCase):
         self.assertGreater(numbers['cycle_sequential_server_cpu_ms'], 0)
         # Nova's whole sequence, the profile's GET by name included.
         self.assertIn('profile', numbers['cycle_sequential_steps_p50_ms'])
+        # Read from the server's metrics: every boot reads and writes the
+        # database; each ARQ was bound once.
+        self.assertMetricsCounted(numbers, boots=(3, 6))
+
+    def assertMetricsCounted(self, numbers, boots):
+        self.assertGreater(numbers['statements_per_boot'], 0)
+        self.assertEqual(numbers['statements_per_boot'],
+                         numbers['cycle_sequential_statements_per_boot'])
+        for name, count in zip(('sequential', 'concurrent'), boots,
+                               strict=True):
+            kinds = numbers['cycle_%s_statements_per_boot_by_kind' % name]
+            self.assertGreater(kinds['select'], 0, name)
+            self.assertGreater(kinds['insert'], 0, name)
+            self.assertEqual({'Bound': count},
+                             numbers['cycle_%s_binds_by_outcome' % name])
 
     def test_small_run_of_the_all_in_one(self):
         # cyborg-aio as the README starts it: its own agent's device, its
@@ -56,6 +71,7 @@ class APIBenchmarkTest(testtools.TestCase):
             numbers['cycle_concurrent_errors']))
         self.assertEqual((6, 6), (numbers['booted'], numbers['nova_events']))
         self.assertGreater(numbers['cycle_concurrent_server_cpu_ms'], 0)
+        self.assertMetricsCounted(numbers, boots=(2, 4))
 
     def test_small_run_of_the_split_daemons(self):
         # Placement, cyborg-conductor, cyborg-agent and cyborg-api, each
@@ -77,6 +93,10 @@ class APIBenchmarkTest(testtools.TestCase):
                          set(parts))
         self.assertGreater(parts['api'], 0)
         self.assertGreater(parts['conductor'], 0)
+        # Calls from the API to the conductor, each answered.
+        self.assertMetricsCounted(numbers, boots=(2, 4))
+        self.assertGreater(numbers['cycle_sequential_rpc_messages_per_boot'],
+                           0)
 
 
 class ReportStormBenchmarkTest(testtools.TestCase):

@@ -28,6 +28,7 @@ from cyborg.objects import driver_device as dd
 from cyborg.objects import hardware as hardware_obj
 from cyborg.objects import host as host_obj
 from cyborg.tests import base
+from cyborg.tests import conductor_versions
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import test_hello
@@ -81,7 +82,7 @@ class _Row:
         self.num_accelerators = num_accelerators
 
 
-class _InProcessConductor:
+class _InProcessConductor(conductor_versions.RPCVersions):
     """The conductor's side of an agent's hello and report, called in
     this process: what its RPC endpoints run."""
 

@@ -16,6 +16,7 @@ from cyborg.common import rpc
 from cyborg.sim import hosts as simhosts
 from cyborg.sim import processes as sim_processes
 from cyborg.tests import base
+from cyborg.tests import conductor_versions
 from cyborg.tests.functional import placement_fixture
 from cyborg.tests.functional import test_daemons
 from cyborg.tests.functional.test_hello import wait_for
@@ -31,7 +32,7 @@ class _Unused:
         raise AssertionError('the conductor was called: %s' % name)
 
 
-class _Stuck:
+class _Stuck(conductor_versions.RPCVersions):
     """A conductor that never answers a hello (until ``release``), and
     counts heartbeats."""
 

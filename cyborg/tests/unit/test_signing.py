@@ -15,6 +15,7 @@ import fixtures
 import oslo_messaging as messaging
 
 from cyborg.agent import rpcapi as agent_rpcapi
+from cyborg.cmd import keys as keys_cmd
 from cyborg.cmd import status
 from cyborg.common import broker
 from cyborg.common import context
@@ -487,7 +488,7 @@ class KeysCommandTest(base.TestCase):
         self.assertEqual(
             ('/etc/cyborg/keys', 'the default [security] key_dir: no '
              'configuration file was read; give --config-file'),
-            status.key_dir_origin(self.conf, args))
+            keys_cmd.key_dir_origin(self.conf, args))
         config = os.path.join(self.useFixture(fixtures.TempDir()).path,
                               'cyborg.conf')
         with open(config, 'w') as f:
@@ -496,7 +497,7 @@ class KeysCommandTest(base.TestCase):
         self.assertEqual(
             ('/etc/cyborg/keys', 'the default [security] key_dir: the '
              'configuration read, %s, does not set it' % config),
-            status.key_dir_origin(self.conf, args))
+            keys_cmd.key_dir_origin(self.conf, args))
 
     def test_a_host_user_reads_and_configures_only_its_own_names(self):
         configure, write, read, topic_write, topic_read = (

@@ -18,7 +18,7 @@ TEST_ONLY = ('fixtures', 'testtools', 'oslotest', 'testscenarios',
              'testresources', 'hypothesis', 'pytest', 'gunicorn')
 PROBE = '''
 import json, sys
-import cyborg.sim.hosts, cyborg.sim.processes
+import cyborg.sim.hosts, cyborg.sim.nova, cyborg.sim.processes
 print(json.dumps(sorted(name for name in sys.modules
                         if name.split('.')[0] in %r
                         or name.startswith('cyborg.tests'))))

@@ -9,6 +9,7 @@ import oslo_messaging as messaging
 from cyborg.agent import manager as agent_manager
 from cyborg.common import exception
 from cyborg.objects import host as host_obj
+from cyborg.tests import conductor_versions
 from cyborg.tests.unit.accelerator import sysfs
 
 DRIVERS = ['nvidia_gpu_driver', 'intel_qat_driver']
@@ -17,7 +18,7 @@ QAT = '0000:3d:00.0'
 SECOND_GPU = '0000:5e:00.0'
 
 
-class Conductor:
+class Conductor(conductor_versions.RPCVersions):
     """The conductor's side of the agent's RPC: it records the calls, and
     like the real one keeps the hash of the last report it applied, bumps
     the host's report generation on a new one, and answers HostNotFound

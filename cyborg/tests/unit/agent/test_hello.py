@@ -13,9 +13,10 @@ from cyborg.agent import manager as agent_manager
 from cyborg.common import exception
 from cyborg.objects import host as host_obj
 from cyborg.tests import base
+from cyborg.tests import conductor_versions
 
 
-class HelloConductor:
+class HelloConductor(conductor_versions.RPCVersions):
     """The conductor's ``agent_hello``; with ``supported``, one of an
     older release that knows that AgentHello version only and refuses
     a newer one as oslo.versionedobjects does (a RemoteError, since the

@@ -2,9 +2,10 @@
 
 from cyborg.agent import manager as agent_manager
 from cyborg.tests import base
+from cyborg.tests import conductor_versions
 
 
-class _Conductor:
+class _Conductor(conductor_versions.RPCVersions):
 
     def __init__(self, accept=True):
         self.accept = accept
