@@ -18,7 +18,10 @@ PAIRS = [
 ]
 
 # Manager methods that are not RPC endpoints.
-NOT_ENDPOINTS = {'periodic_tasks', 'init_host', 'del_host', 'target'}
+# Services' hooks, and the client's own bookkeeping of the version it may
+# send (no message).
+NOT_ENDPOINTS = {'periodic_tasks', 'init_host', 'del_host', 'target',
+                 'can_send_version', 'cap_version'}
 
 
 def _public_methods(cls):
