@@ -16,12 +16,14 @@ names, and what each counts, are in doc/source/admin/metrics.rst.
 """
 
 import atexit
-import contextlib
 import os
 import shutil
+import socket
+import socketserver
 import tempfile
 import threading
 import time
+from wsgiref import simple_server
 
 from oslo_log import log as logging
 import prometheus_client as prom
@@ -152,29 +154,72 @@ def placement_route(url):
                           for index, segment in enumerate(segments))
 
 
-@contextlib.contextmanager
-def _counted(counter, histogram, labels):
-    """Count (``outcome`` ok or error, after ``labels``) and time what
-    runs inside."""
-    started = time.monotonic()
-    outcome = 'error'
-    try:
-        yield
-        outcome = 'ok'
-    finally:
-        counter.labels(*labels, outcome).inc()
-        histogram.labels(*labels).observe(time.monotonic() - started)
+class Children(dict):
+    """A labelled metric's children by their tuple of label values, each
+    made once by ``labels()``: on the paths of every request, message and
+    statement, a dict lookup instead of ``labels()``'s conversions and
+    lock. The values must be bounded (the labels are)."""
+
+    def __init__(self, metric):
+        super().__init__()
+        self.metric = metric
+
+    def __missing__(self, key):
+        # Two threads may both get here: labels() gives both one child.
+        child = self[key] = self.metric.labels(*key)
+        return child
+
+
+_API_REQUESTS = Children(API_REQUESTS)
+_API_DURATION = Children(API_DURATION)
+_RPC_CLIENT = Children(RPC_CLIENT)
+_RPC_CLIENT_DURATION = Children(RPC_CLIENT_DURATION)
+_RPC_SERVER = Children(RPC_SERVER)
+_RPC_SERVER_DURATION = Children(RPC_SERVER_DURATION)
+_DB_STATEMENTS = Children(DB_STATEMENTS)
+_DB_DURATION = Children(DB_DURATION)
+
+
+def count_api_request(route, method, status, microversion, seconds):
+    _API_REQUESTS[route, method, status, microversion].inc()
+    _API_DURATION[route, method].observe(seconds)
+
+
+def count_statement(kind, seconds):
+    """One SQL statement of ``kind``; ``seconds`` None: not timed."""
+    _DB_STATEMENTS[kind,].inc()
+    if seconds is not None:
+        _DB_DURATION[kind,].observe(seconds)
+
+
+class _Counted:
+    """Counts (``outcome`` ok or error, after ``labels``) and times what
+    runs inside it."""
+
+    __slots__ = ('counts', 'times', 'labels', 'started')
+
+    def __init__(self, counts, times, labels):
+        self.counts, self.times, self.labels = counts, times, labels
+
+    def __enter__(self):
+        self.started = time.monotonic()
+
+    def __exit__(self, exc_type, _exc, _tb):
+        self.counts[
+            (*self.labels, 'ok' if exc_type is None else 'error')].inc()
+        self.times[self.labels].observe(time.monotonic() - self.started)
+        return False
 
 
 def rpc_client(method, call):
     """Count and time one message sent (a call waits for its reply)."""
-    return _counted(RPC_CLIENT, RPC_CLIENT_DURATION,
+    return _Counted(_RPC_CLIENT, _RPC_CLIENT_DURATION,
                     (method, 'call' if call else 'cast'))
 
 
 def rpc_server(method):
     """Count and time one RPC method run by this server."""
-    return _counted(RPC_SERVER, RPC_SERVER_DURATION, (method,))
+    return _Counted(_RPC_SERVER, _RPC_SERVER_DURATION, (method,))
 
 
 class ScrapeGauges:
@@ -256,13 +301,17 @@ class _Listener:
         self._thread = None
         self.port = None
 
-    def start(self, conf, registry=prom.REGISTRY):
+    def start(self, conf, registry=prom.REGISTRY, reuse_port=False):
         with self._lock:
             if self._users == 0:
                 try:
-                    server, thread = prom.start_http_server(
-                        conf.metrics.port, addr=conf.metrics.host,
-                        registry=registry)
+                    if reuse_port:
+                        server, thread = _serve_reusing_port(
+                            conf.metrics.host, conf.metrics.port, registry)
+                    else:
+                        server, thread = prom.start_http_server(
+                            conf.metrics.port, addr=conf.metrics.host,
+                            registry=registry)
                 except OSError as e:
                     raise CannotServe(
                         'cannot serve metrics on %s:%s ([metrics] host and '
@@ -338,4 +387,67 @@ def serve_workers(conf):
     registry = prom.CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=directory)
     LISTENER.start(conf, registry)
+    return Serving(True)
+
+
+# The API under a WSGI server (uwsgi, mod_wsgi): its workers are forked
+# by the server, and none of them is a parent of the others.
+
+#: prometheus_client's own variable: the directory of multiprocess mode.
+MULTIPROC_ENV = 'PROMETHEUS_MULTIPROC_DIR'
+
+
+class _Quiet(simple_server.WSGIRequestHandler):
+
+    def log_message(self, *args):
+        pass
+
+
+class _ReusePortServer(socketserver.ThreadingMixIn,
+                       simple_server.WSGIServer):
+    """A listener that every worker of a WSGI server binds on the same
+    port (SO_REUSEPORT: same user only); the kernel hands each scrape to
+    one of them, and each serves the sum of all."""
+
+    daemon_threads = True
+    allow_reuse_port = True
+
+
+def _serve_reusing_port(host, port, registry):
+    family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+    server_class = type('Server', (_ReusePortServer,),
+                        {'address_family': family})
+    server = simple_server.make_server(
+        host, port, prom.make_wsgi_app(registry), server_class,
+        handler_class=_Quiet)
+    thread = threading.Thread(target=server.serve_forever, daemon=True,
+                              name='cyborg-metrics')
+    thread.start()
+    return server, thread
+
+
+def serve_wsgi(conf, environ=os.environ):
+    """For the API loaded by a WSGI server, if ``[metrics] enabled``:
+    every worker counts in the files of ``$PROMETHEUS_MULTIPROC_DIR``
+    (set by the server's configuration before Python starts, so that
+    prometheus_client counts there from its import on) and serves their
+    sum on ``[metrics] host`` and ``port``, bound with SO_REUSEPORT by
+    every worker. Raises CannotServe without that directory: each worker
+    would serve only its own counts, a different one at each scrape."""
+    if not conf.metrics.enabled:
+        return Serving(False)
+    directory = environ.get(MULTIPROC_ENV)
+    if not directory or not os.path.isdir(directory):
+        raise CannotServe(
+            '[metrics] enabled under a WSGI server needs $%s, a directory '
+            'of the API\'s own that the server sets for its workers and '
+            'empties at its start (%s)' % (
+                MULTIPROC_ENV, 'unset' if not directory
+                else '%s is not a directory' % directory))
+    # As prometheus_client chose at its import, unless the server set the
+    # variable later (then the labelled values, made from now on).
+    values.ValueClass = values.get_value_class()
+    registry = prom.CollectorRegistry()
+    multiprocess.MultiProcessCollector(registry, path=directory)
+    LISTENER.start(conf, registry, reuse_port=True)
     return Serving(True)

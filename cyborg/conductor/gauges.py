@@ -1,6 +1,6 @@
 """The conductor's gauges read at a scrape: hosts by status and ARQs by
-state (one GROUP BY each) and how long ago each host was heard (one row of
-sums), kept ``[metrics] gauge_cache_seconds``."""
+state (one GROUP BY each) and how long ago each host was heard and last
+reported (one row of sums each), kept ``[metrics] gauge_cache_seconds``."""
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import metrics
@@ -20,11 +20,18 @@ def _arqs():
 AGE_BUCKETS = (5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 
 
-def _heartbeat_ages():
-    within, total = db_hosts.heartbeat_ages(
-        cyborg_context.get_admin_context(), AGE_BUCKETS)
+def _buckets(ages):
+    within, total = ages(cyborg_context.get_admin_context(), AGE_BUCKETS)
     return (list(zip(AGE_BUCKETS, within, strict=True))
             + [(float('inf'), total)])
+
+
+def _heartbeat_ages():
+    return _buckets(db_hosts.heartbeat_ages)
+
+
+def _report_ages():
+    return _buckets(db_hosts.report_ages)
 
 
 def collector(conf):
@@ -35,6 +42,8 @@ def collector(conf):
         ('cyborg_arqs', 'Accelerator requests, by state.', 'state'): _arqs,
         ('cyborg_host_heartbeat_age_seconds', 'Hosts by how long ago their '
          'last heartbeat was recorded.', None): _heartbeat_ages,
+        ('cyborg_host_report_age_seconds', 'Hosts by how long ago their '
+         'last report was written.', None): _report_ages,
     }, cache_seconds=conf.metrics.gauge_cache_seconds)
 
 

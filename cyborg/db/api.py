@@ -209,12 +209,11 @@ def _statement_starts(_conn, _cursor, _statement, _params, context,
 
 
 def _statement_ends(_conn, _cursor, statement, _params, context, _many):
-    kind = metrics.statement_kind(statement)
-    metrics.DB_STATEMENTS.labels(kind).inc()
     started = (context.__dict__.get(_STARTED) if context is not None
                else None)
-    if started is not None:
-        metrics.DB_DURATION.labels(kind).observe(time.monotonic() - started)
+    metrics.count_statement(
+        metrics.statement_kind(statement),
+        None if started is None else time.monotonic() - started)
 
 
 #: A pooled server connection idle longer than this is checked (one

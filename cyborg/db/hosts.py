@@ -304,16 +304,25 @@ def _drivers_of(context, host_ids):
     return result
 
 
-@db_api.reader
 def heartbeat_ages(context, bounds):
     """How many hosts were last heard at most each of ``bounds``
     (seconds, ascending) ago, and how many hosts there are: one row of
     sums, whatever the number of hosts (the conductor's metrics)."""
+    return _ages(context, models.Host.last_seen_at, bounds)
+
+
+def report_ages(context, bounds):
+    """As :func:`heartbeat_ages`, of the last report written
+    (``last_report_at``; a host with none counts in the total only)."""
+    return _ages(context, models.Host.last_report_at, bounds)
+
+
+@db_api.reader
+def _ages(context, stamp, bounds):
     now = timeutils.utcnow()
-    seen = models.Host.last_seen_at
     columns = [sa.func.count(models.Host.id)] + [
         sa.func.coalesce(sa.func.sum(sa.case(
-            (seen >= now - datetime.timedelta(seconds=bound), 1),
+            (stamp >= now - datetime.timedelta(seconds=bound), 1),
             else_=0)), 0)
         for bound in bounds]
     total, *within = context.session.execute(sa.select(*columns)).one()
@@ -442,7 +451,9 @@ def record_seqs(context, reports):
             host.synced_generation == host.report_generation,
             sa.or_(host.report_seq.is_(None),
                    host.report_seq <= report_seq)).update(
-                {'report_seq': report_seq}, synchronize_session=False)))
+                {'report_seq': report_seq,
+                 'last_report_at': timeutils.utcnow()},
+                synchronize_session=False)))
     return done
 
 
@@ -469,7 +480,7 @@ def record_report(host, report_hash, report_seq, changed):
     host.report_hash = report_hash
     if report_seq is not None:
         host.report_seq = report_seq
-    host.last_seen_at = timeutils.utcnow()
+    host.last_seen_at = host.last_report_at = timeutils.utcnow()
     return host.report_generation
 
 

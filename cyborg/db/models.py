@@ -67,6 +67,9 @@ class Host(Base):
     # Who the agent that holds the host is (AgentHello.agent_id); NULL:
     # an agent that does not say (older than AgentHello 1.3).
     agent_id = sa.Column(sa.String(255))
+    # When the conductor last wrote a report of the host (applied, or
+    # its new sequence recorded); NULL: none since this column came.
+    last_report_at = sa.Column(sa.DateTime)
 
 
 class HostDriver(Base):

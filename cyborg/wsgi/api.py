@@ -10,14 +10,21 @@ the authentication, the database and its schema): a failure is one line
 on stderr and ``SystemExit(2)``, so the process that loads the module
 exits rather than serve every request with a 500 (under uwsgi also set
 ``need-app = true``).
+
+With ``[metrics] enabled``, every worker counts in the files of
+``$PROMETHEUS_MULTIPROC_DIR``, which the server sets (and empties at its
+start), and serves their sum on ``[metrics] port``, which all workers
+bind (see doc/source/admin/metrics.rst).
 """
 
 import os
+import sys
 
 from oslo_log import log as logging
 
 from cyborg.api import app as api_app
 from cyborg.common import keys
+from cyborg.common import metrics
 from cyborg.common import rpc
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
@@ -45,8 +52,17 @@ def init_application():
     CONF.log_opt_values(LOG, logging.DEBUG)
     db_api.configure(CONF)
     api_app.check_can_serve(CONF, PROG)
+    _serve_metrics()
     rpc.init(CONF, identity=keys.API)
     return api_app.setup_app(CONF)
+
+
+def _serve_metrics():
+    try:
+        metrics.serve_wsgi(CONF)
+    except metrics.CannotServe as e:
+        print('%s: error: %s' % (PROG, e), file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 application = init_application()

@@ -85,8 +85,6 @@ class Metrics:
         try:
             return self.app(environ, counting_start_response)
         finally:
-            metrics.API_REQUESTS.labels(
+            metrics.count_api_request(
                 route, method, seen.get('status', '500'),
-                seen.get('version', '')).inc()
-            metrics.API_DURATION.labels(route, method).observe(
-                time.monotonic() - started)
+                seen.get('version', ''), time.monotonic() - started)

@@ -31,6 +31,8 @@ DOC = os.path.join(TOP, 'doc', 'source', 'admin', 'benchmarks.rst')
 #: A new script fails BenchScriptsTest until it is named here.
 SMOKE_TESTS = {
     'agent': 'test_benchmarks.AgentBenchmarkTest',
+    # Drawn from scrapes; its --drive is scale's run with metrics on.
+    'dashboard': 'cyborg.tests.unit.test_metrics.DashboardTest',
     'api': 'test_benchmarks.APIBenchmarkTest',
     'heartbeats': 'test_benchmarks.HeartbeatBenchmarkTest',
     'idle': 'test_bench_smoke.IdleBenchmarkTest',
