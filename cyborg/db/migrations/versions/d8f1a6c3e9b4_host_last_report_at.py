@@ -8,14 +8,14 @@ when their last report came is not known, and a guess would show hosts
 fresher than they are.
 
 Revision ID: d8f1a6c3e9b4
-Revises: c3d9e7a1f5b2
+Revises: d5e8f1a3b7c9
 """
 
 from alembic import op
 import sqlalchemy as sa
 
 revision = 'd8f1a6c3e9b4'
-down_revision = 'c3d9e7a1f5b2'
+down_revision = 'd5e8f1a3b7c9'
 branch_labels = None
 depends_on = None
 
