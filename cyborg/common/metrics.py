@@ -446,7 +446,7 @@ def serve_wsgi(conf, environ=os.environ):
                 else '%s is not a directory' % directory))
     # As prometheus_client chose at its import, unless the server set the
     # variable later (then the labelled values, made from now on).
-    values.ValueClass = values.get_value_class()
+    prometheus_compat.choose_value_class()
     registry = prom.CollectorRegistry()
     multiprocess.MultiProcessCollector(registry, path=directory)
     LISTENER.start(conf, registry, reuse_port=True)
