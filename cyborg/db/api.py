@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import metrics
+from cyborg.common import profiler
 
 # Our request contexts carry oslo.db transactions (``context.session``).
 enginefacade.transaction_context_provider(cyborg_context.RequestContext)
@@ -183,6 +184,8 @@ def configure(conf):
     if _metrics_enabled(conf):
         # Two listeners on every statement: only when they are served.
         context_manager.append_on_engine_create(count_statements)
+    if profiler.traces_statements(conf):
+        context_manager.append_on_engine_create(profiler.trace_statements)
     _CONFIGURED.append(True)
 
 
