@@ -71,7 +71,10 @@ def split_keys(value):
 
 
 def enabled(conf):
-    return bool(conf.profiler.enabled)
+    """Whether ``[profiler] enabled`` (False where the group is not
+    registered)."""
+    group = getattr(conf, 'profiler', None)
+    return bool(group is not None and group.enabled)
 
 
 def setup(conf, service, host):

@@ -8,6 +8,7 @@ import fixtures
 from opentelemetry.sdk.trace import export
 from opentelemetry.sdk.trace.export import in_memory_span_exporter
 from opentelemetry.sdk.trace import TracerProvider
+from oslo_config import cfg
 from oslo_utils import uuidutils
 from osprofiler.drivers import otlp
 from osprofiler import notifier
@@ -152,6 +153,12 @@ class SetupTest(base.TestCase):
         app = object()
         self.assertIs(app, profiler.wsgi_middleware(app, self.conf))
         self.assertFalse(profiler.traces_statements(self.conf))
+
+    def test_a_configuration_without_the_group_is_off(self):
+        conf = cfg.ConfigOpts()
+        conf([], default_config_files=[])
+        self.assertFalse(profiler.enabled(conf))
+        self.assertFalse(profiler.traces_statements(conf))
 
     def test_no_key_no_tracing(self):
         self.flags(group='profiler', enabled=True, hmac_keys=' , ')
