@@ -5,6 +5,7 @@ import threading
 from unittest import mock
 
 import fixtures
+from keystoneauth1 import session as ks_session
 from opentelemetry.sdk.trace import export
 from opentelemetry.sdk.trace.export import in_memory_span_exporter
 from opentelemetry.sdk.trace import TracerProvider
@@ -14,6 +15,8 @@ from osprofiler.drivers import otlp
 from osprofiler import notifier
 from osprofiler import profiler as osp
 from osprofiler import web
+import requests
+import webob
 
 from cyborg.common import context
 from cyborg.common import keys
@@ -141,6 +144,70 @@ class ServingTest(_Traced):
         self.assertIsNotNone(osp.get())
         self.assertEqual(['rpc-start', 'rpc-stop'],
                          [n['name'] for n in self.notes])
+
+
+class _Answer(requests.adapters.BaseAdapter):
+    """A transport that keeps the headers of what it is sent and
+    answers 200."""
+
+    def __init__(self):
+        super().__init__()
+        self.sent = []
+
+    def send(self, request, **kwargs):
+        self.sent.append(dict(request.headers))
+        response = requests.Response()
+        response.status_code = 200
+        response.request = request
+        return response
+
+    def close(self):
+        pass
+
+
+class OutgoingHTTPTest(_Traced):
+    """keystoneauth (cyborg's clients of Placement, Nova and Glance)
+    signs the trace on, with the receiver's key, for trusted senders
+    only."""
+
+    def headers_sent(self, sender):
+        session = ks_session.Session()
+        answer = _Answer()
+        session.session.mount('http://', answer)
+        with profiler.serving(self.ids(), sender, 'device_set_status'):
+            session.get('http://placement.test/resource_providers',
+                        authenticated=False)
+        return answer.sent[0]
+
+    def joined(self, headers, key):
+        """(base id, parent id) of the trace a service configured with
+        ``key`` joins on ``headers`` (osprofiler's middleware); None when
+        it serves them untraced."""
+        seen = []
+
+        def app(environ, start_response):
+            current = osp.get()
+            seen.append(current and (current.get_base_id(),
+                                     current.get_parent_id()))
+            start_response('200 OK', [])
+            return [b'']
+        webob.Request.blank('/', headers=headers).get_response(
+            web.WsgiMiddleware(app, hmac_keys=key, enabled=True))
+        osp.clean()
+        return seen[0]
+
+    def test_placement_joins_under_the_rpc_span(self):
+        headers = self.headers_sent(keys.API)
+        rpc_span = self.notes[0]['trace_id']
+        self.assertEqual((self.base_id, rpc_span),
+                         self.joined(headers, OWN_KEY))
+        # Signed with the conductor's key, not one it was sent.
+        self.assertIsNone(self.joined(headers, CALLER_KEY))
+
+    def test_nothing_signed_for_an_agent(self):
+        headers = self.headers_sent(keys.host_identity('cmp-1'))
+        self.assertNotIn(web.X_TRACE_INFO, headers)
+        self.assertNotIn(web.X_TRACE_HMAC, headers)
 
 
 class SetupTest(base.TestCase):
