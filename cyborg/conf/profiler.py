@@ -3,11 +3,14 @@
 They are osprofiler's options (``[profiler]``, ``[profiler_otlp]``,
 ``[profiler_jaeger]``), registered and listed by osprofiler (the
 ``osprofiler`` namespace of the sample file), as Nova, Placement and
-Ironic register them. cyborg changes one default: spans go to an
+Ironic register them. cyborg changes three defaults: spans go to an
 OpenTelemetry collector on this machine (OTLP over HTTP on its standard
 port), not over the message bus (osprofiler's ``messaging://``), so no
-statement or request detail travels through RabbitMQ. See the tracing
-page of the admin guide (cyborg.common.profiler does the wiring).
+statement or request detail travels through RabbitMQ; and a traced
+request shows its SQL statements and its HTTP requests (to Placement,
+Nova, Glance), which osprofiler leaves out by default: they are most of
+what a cyborg request does. See the tracing page of the admin guide
+(cyborg.common.profiler does the wiring).
 """
 
 from oslo_config import cfg
@@ -23,7 +26,8 @@ def register_opts(conf):
     # On the option objects, so the sample file shows our default too.
     for group, opts in profiler_opts.list_opts():
         if getattr(group, 'name', group) == 'profiler':
-            cfg.set_defaults(opts, connection_string=DEFAULT_CONNECTION)
+            cfg.set_defaults(opts, connection_string=DEFAULT_CONNECTION,
+                             trace_sqlalchemy=True, trace_requests=True)
 
 
 def list_opts():

@@ -135,9 +135,9 @@ class TracedBindTest(test_daemons.NovaStack, base.TestCase):
             'OTEL_BSP_SCHEDULE_DELAY', '100'))
 
     def config(self, name, host, **sections):
+        # Statements and HTTP requests are traced by cyborg's defaults.
         sections.setdefault('profiler', {
-            'enabled': True, 'hmac_keys': KEY, 'trace_sqlalchemy': True,
-            'trace_requests': True,
+            'enabled': True, 'hmac_keys': KEY,
             'connection_string': 'otlp://127.0.0.1:%d' % self.collector.port})
         return super().config(name, host, **sections)
 

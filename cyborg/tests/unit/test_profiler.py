@@ -217,6 +217,9 @@ class SetupTest(base.TestCase):
             self.assertFalse(profiler.setup(self.conf, 'api', 'h'))
         self.assertEqual('otlp://127.0.0.1:4318',
                          self.conf.profiler.connection_string)
+        # Once on, statements and HTTP requests are traced.
+        self.assertTrue(self.conf.profiler.trace_sqlalchemy)
+        self.assertTrue(self.conf.profiler.trace_requests)
         app = object()
         self.assertIs(app, profiler.wsgi_middleware(app, self.conf))
         self.assertFalse(profiler.traces_statements(self.conf))
