@@ -10,6 +10,9 @@ From the outside in::
     CORS              [cors] options
     /healthcheck      oslo.middleware healthcheck, no auth; 503 while
                       the database or the broker is down (cyborg.api.health)
+    osprofiler        a request whose X-Trace-Info is signed with one of
+                      [profiler] hmac_keys is traced (cyborg.common.
+                      profiler; only with [profiler] enabled)
     ParsableError     every 4xx/5xx body becomes the error envelope
     BodySizeLimit     413 for a body over [oslo_middleware]
                       max_request_body_size (oslo.middleware's sizelimit)
@@ -39,6 +42,7 @@ from cyborg.api.middleware import body_size
 from cyborg.api.middleware import metrics as metrics_filter
 from cyborg.api.middleware import parsable_error
 from cyborg.common import preflight
+from cyborg.common import profiler
 from cyborg.compat import pecan as pecan_compat
 from cyborg import conf as cyborg_conf
 from cyborg.conf import opts as conf_opts
@@ -128,6 +132,7 @@ def setup_app(conf=CONF, conductor_api=None):
     app = validation.URLCheck(app)
     app = body_size.BodySizeLimit(app, conf)
     app = parsable_error.ParsableErrorMiddleware(app)
+    app = profiler.wsgi_middleware(app, conf)
     app = PathDispatch(app, HEALTHCHECK_PATH, healthcheck_app(conf))
     app = cors.CORS(app, conf)
     app = request_id.RequestId(app, conf)

@@ -17,6 +17,7 @@ from oslo_config import cfg
 from cyborg.accelerator.common import capture
 from cyborg.agent import manager
 from cyborg.common import pidlock
+from cyborg.common import profiler
 from cyborg.common import rpc
 from cyborg.common import service
 
@@ -41,6 +42,7 @@ def main(argv=None):
     service.prepare_service(argv, prog=PROG, description=DESCRIPTION)
     if conf.capture:
         return _capture(conf.capture, conf)
+    profiler.setup(conf, 'agent', conf.host)
     # One agent per state file, held until the process ends.
     pidlock.hold(conf.agent.state_file + pidlock.LOCK_SUFFIX, PROG,
                  '[agent] state_file %s' % conf.agent.state_file)

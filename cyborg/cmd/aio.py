@@ -7,6 +7,7 @@ from cyborg.aio import service as aio_service
 from cyborg.api import app as api_app
 from cyborg.api import server as api_server
 from cyborg.common import pidlock
+from cyborg.common import profiler
 from cyborg.common import service
 from cyborg.conf import aio as conf_aio
 from cyborg.db import api as db_api
@@ -22,6 +23,7 @@ def main(argv=None):
     conf = service.CONF
     conf_aio.register_cli_opts(conf)
     service.prepare_service(argv, prog=PROG, description=DESCRIPTION)
+    profiler.setup(conf, 'aio', conf.host)
     state_dir = os.path.expanduser(conf.state_dir)
     # Held until the process ends, when the kernel lets go of it.
     pidlock.hold(os.path.join(state_dir, pidlock.AIO_LOCK_FILE), PROG,

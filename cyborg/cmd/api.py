@@ -10,6 +10,7 @@ import sys
 from cyborg.api import app as api_app
 from cyborg.api import server
 from cyborg.common import metrics
+from cyborg.common import profiler
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
 from cyborg.db import api as db_api
@@ -24,6 +25,7 @@ DESCRIPTION = ("Run cyborg's REST API (v2, and the v1 view) on [api] host_ip "
 
 def main():
     service.prepare_service(sys.argv, prog=PROG, description=DESCRIPTION)
+    profiler.setup(CONF, 'api', CONF.host)
     workers = CONF.api.api_workers or server.default_workers()
     if workers > 1:
         # Before anything is counted; the workers' sum is served here.

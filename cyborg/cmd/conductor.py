@@ -3,6 +3,7 @@
 import sys
 
 from cyborg.common import preflight
+from cyborg.common import profiler
 from cyborg.common import rpc
 from cyborg.common import service
 from cyborg.conductor import manager
@@ -19,6 +20,7 @@ DESCRIPTION = ("Run cyborg's conductor: the only writer of the database; it "
 def main():
     service.prepare_service(sys.argv, prog=PROG, description=DESCRIPTION)
     conf = service.CONF
+    profiler.setup(conf, 'conductor', conf.host)
     # The schema check waits for a database that does not answer.
     service.exit_on_signal()
     db_api.configure(conf)

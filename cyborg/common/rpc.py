@@ -13,6 +13,7 @@ from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import keys
 from cyborg.common import metrics
+from cyborg.common import profiler
 from cyborg.common import rabbit
 from cyborg.common import signing
 from cyborg.compat import oslo_messaging as messaging_compat
@@ -138,7 +139,8 @@ class RequestContextSerializer(messaging.Serializer):
         return self._base.deserialize_entity(context, entity)
 
     def serialize_context(self, context):
-        return wire_context(context.to_dict())
+        # With the ids of the trace under way, if any (never its key).
+        return profiler.add_trace_info(wire_context(context.to_dict()))
 
     def deserialize_context(self, context):
         return cyborg_context.RequestContext.from_dict(context)
@@ -297,6 +299,7 @@ class SignedDispatcher(messaging_compat.EndpointDispatcher):
     def call_endpoint(self, endpoint, method, ctxt, args):
         ctxt = dict(ctxt)
         sender, nonce = ctxt.pop(self._SENDER)
+        trace_info = ctxt.pop(profiler.CONTEXT_KEY, None)
         context = self.serializer.deserialize_context(ctxt)
         kwargs = {name: self.serializer.deserialize_entity(context, arg)
                   for name, arg in args.items()}
@@ -315,7 +318,8 @@ class SignedDispatcher(messaging_compat.EndpointDispatcher):
         if refused is not None:
             self._refuse(refused, method)
         # Counted once found on an endpoint: a bounded name.
-        with metrics.rpc_server(method):
+        with metrics.rpc_server(method), \
+                profiler.serving(trace_info, sender, method):
             result = func(context, **kwargs)
         return self.serializer.serialize_entity(context, result)
 

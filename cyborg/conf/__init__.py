@@ -11,6 +11,7 @@ from cyborg.conf import default
 from cyborg.conf import drivers
 from cyborg.conf import metrics
 from cyborg.conf import nic
+from cyborg.conf import profiler
 from cyborg.conf import security
 from cyborg.conf import services
 
@@ -27,3 +28,4 @@ database.register_opts(CONF)
 services.register_opts(CONF)
 metrics.register_opts(CONF)
 security.register_opts(CONF)
+profiler.register_opts(CONF)

@@ -14,6 +14,7 @@ from cyborg.conf import default
 from cyborg.conf import drivers
 from cyborg.conf import metrics
 from cyborg.conf import nic
+from cyborg.conf import profiler
 from cyborg.conf import security
 from cyborg.conf import services
 
@@ -27,7 +28,8 @@ NAMESPACES = ('cyborg', 'oslo.db', 'oslo.log', 'oslo.messaging',
               'oslo.middleware.cors', 'oslo.middleware.healthcheck',
               'oslo.middleware.http_proxy_to_wsgi',
               'oslo.middleware.sizelimit', 'oslo.policy',
-              'oslo.service.service', 'keystonemiddleware.auth_token')
+              'oslo.service.service', 'keystonemiddleware.auth_token',
+              'osprofiler')
 
 
 def list_opts():
@@ -47,6 +49,8 @@ def set_lib_defaults():
     oslo-config-generator shows)."""
     set_common_defaults()
     set_api_defaults()
+    # [profiler] connection_string: cyborg's default, in the sample too.
+    profiler.register_opts(cfg.CONF)
 
 
 #: Seconds oslo.service's launcher gives the API's worker processes to

@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import metrics
+from cyborg.common import profiler
 from cyborg.compat import sqlalchemy as sqlalchemy_compat
 
 # Our request contexts carry oslo.db transactions (``context.session``).
@@ -184,6 +185,8 @@ def configure(conf):
     if _metrics_enabled(conf):
         # Two listeners on every statement: only when they are served.
         context_manager.append_on_engine_create(count_statements)
+    if profiler.traces_statements(conf):
+        context_manager.append_on_engine_create(profiler.trace_statements)
     _CONFIGURED.append(True)
 
 

@@ -25,6 +25,7 @@ from oslo_log import log as logging
 from cyborg.api import app as api_app
 from cyborg.common import keys
 from cyborg.common import metrics
+from cyborg.common import profiler
 from cyborg.common import rpc
 from cyborg.common import service
 from cyborg import conf as cyborg_conf
@@ -50,6 +51,7 @@ def init_application():
     service.prepare_service([PROG],
                             default_config_files=config_files())
     CONF.log_opt_values(LOG, logging.DEBUG)
+    profiler.setup(CONF, 'api', CONF.host)
     db_api.configure(CONF)
     api_app.check_can_serve(CONF, PROG)
     _serve_metrics()
