@@ -31,7 +31,6 @@ Placement or Nova, or trace ids to another agent. An agent can attach
 spans to a trace, and no more.
 """
 
-import collections
 import contextlib
 import threading
 
@@ -44,6 +43,7 @@ from osprofiler import sqlalchemy as profiler_sqlalchemy
 from osprofiler import web
 
 from cyborg.common import keys
+from cyborg.compat import osprofiler as osprofiler_compat
 
 LOG = logging.getLogger(__name__)
 
@@ -98,34 +98,11 @@ def setup(conf, service, host):
                         'traced; set a secret of your own', _WELL_KNOWN_KEY)
         initializer.init_from_conf(conf, context=None, project=PROJECT,
                                    service=service, host=host)
-        _spans_per_thread(notifier.get())
+        osprofiler_compat.per_thread(notifier.get())
         _KEY.append(configured[0])
         LOG.info('Tracing with osprofiler to %s',
                  conf.profiler.connection_string.split('://')[0] + '://')
     return True
-
-
-class _ThreadSpans(threading.local):
-    """The open spans of osprofiler's OpenTelemetry driver, one stack per
-    thread. The driver keeps one stack for the whole process and ends
-    the last span opened by any thread; a daemon serves several requests
-    at once, each in a thread of its own, and a span must end in the
-    thread that opened it."""
-
-    def __init__(self):
-        self.stack = []
-
-    def append(self, span):
-        self.stack.append(span)
-
-    def pop(self):
-        return self.stack.pop()
-
-
-def _spans_per_thread(notify):
-    driver = getattr(notify, '__self__', None)
-    if isinstance(getattr(driver, 'spans', None), collections.deque):
-        driver.spans = _ThreadSpans()
 
 
 def wsgi_middleware(app, conf):

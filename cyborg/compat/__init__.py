@@ -14,4 +14,5 @@ its file and line. See ``doc/source/contributor/library-internals.rst``.
 
 #: The shim modules, one per library.
 SHIMS = ('amqp', 'argparse', 'cheroot', 'oslo_config', 'oslo_messaging',
-         'oslo_middleware', 'pecan', 'prometheus', 'pymysql', 'sqlalchemy')
+         'oslo_middleware', 'osprofiler', 'pecan', 'prometheus', 'pymysql',
+         'sqlalchemy')

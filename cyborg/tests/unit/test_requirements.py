@@ -34,6 +34,8 @@ PRIVATE_USERS = {
     'PyMySQL': ('pymysql', 'Connection._create_ssl_ctx (compat/pymysql.py)'),
     'SQLAlchemy': ('sqlalchemy',
                    'engine.pool._pre_ping (compat/sqlalchemy.py)'),
+    'osprofiler': ('osprofiler', "the OpenTelemetry driver's spans, "
+                                 'replaced (compat/osprofiler.py)'),
     'pecan': ('pecan', 'pecan.core.getargspec, replaced (compat/pecan.py)'),
     'oslo.middleware': ('oslo_middleware',
                         'ConfigurableMiddleware._conf_get '
