@@ -15,7 +15,8 @@ is never touched.
 The interface other tests use: :meth:`RabbitCluster.started`,
 :meth:`~RabbitCluster.transport_url`, :meth:`~RabbitCluster.ctl`,
 :meth:`~RabbitCluster.kill`, :meth:`~RabbitCluster.start`,
-:meth:`~RabbitCluster.leader_of`, :meth:`~RabbitCluster.stop`.
+:meth:`~RabbitCluster.leader_of`, :meth:`~RabbitCluster.stop` (and
+:meth:`~RabbitCluster.queues`, :meth:`~RabbitCluster.connections`).
 """
 
 import concurrent.futures
@@ -165,6 +166,18 @@ class RabbitCluster:
             'name', 'type', 'leader', 'members'))
         return {row['name']: (row.get('type'), row.get('leader') or None,
                               row.get('members') or None) for row in rows}
+
+    def connections(self):
+        """{node index: {user: AMQP connections}} of the running nodes
+        (a connection's node is the one whose port it reached)."""
+        rows = json.loads(self.ctl('list_connections', '--formatter', 'json',
+                                   '--quiet', 'user', 'port'))
+        found = {}
+        for row in rows:
+            if row.get('port') in self.ports:
+                users = found.setdefault(self.ports.index(row['port']), {})
+                users[row['user']] = users.get(row['user'], 0) + 1
+        return found
 
     def leader_of(self, queue, vhost='/'):
         """The index of the node that leads quorum queue ``queue``;
