@@ -83,6 +83,7 @@ import urllib.parse
 import amqp.transport
 import kombu
 import kombu.transport.pyamqp
+import kombu.utils.url
 from oslo_log import log as logging
 import oslo_messaging as messaging
 
@@ -339,7 +340,7 @@ class Consumer(threading.Thread):
     def __init__(self, conf, key_store, on_heartbeat, urls=None):
         super().__init__(name='cyborg-heartbeats', daemon=True)
         self.conf = conf
-        self.urls = urls or broker_urls(conf)
+        self.urls = list(urls or broker_urls(conf))
         self.topic = topic(conf)
         self.on_heartbeat = on_heartbeat
         self.verifier = Verifier(key_store, conf, self.topic)
@@ -359,6 +360,18 @@ class Consumer(threading.Thread):
             heartbeat=rabbit.heartbeat_timeout_threshold,
             connect_timeout=5, failover_strategy='round-robin')
 
+    def _after(self, connection):
+        """Put the host after the one ``connection`` last used (the one
+        lost, or the last one that refused) first in ``urls``: the next
+        round of tries begins with the others, in turn, and a node that
+        is gone is tried last, not first each time."""
+        address = (connection.hostname, connection.port)
+        for index, url in enumerate(self.urls):
+            parts = kombu.utils.url.url_to_parts(url)
+            if (parts.hostname, parts.port) == address:
+                self.urls = self.urls[index + 1:] + self.urls[:index + 1]
+                return
+
     def _queue(self, channel):
         quorum = self.conf.oslo_messaging_rabbit.rabbit_quorum_queue
         exchange = kombu.Exchange(self.conf.control_exchange, 'topic',
@@ -372,11 +385,13 @@ class Consumer(threading.Thread):
         delay = 1.0
         failed = False
         while not self._halt.is_set():
+            connection = self._connection()
             try:
-                with self._connection() as connection:
+                with connection:
                     self._consume(connection)
                 return
             except Exception as e:
+                self._after(connection)
                 if self.consuming.is_set():
                     # It had worked: a new outage.
                     self.consuming.clear()
@@ -391,7 +406,9 @@ class Consumer(threading.Thread):
             delay = min(delay * 2, self.MAX_DELAY)
 
     def _consume(self, connection):
-        connection.ensure_connection(max_retries=1)
+        # Each host of transport_url once, in turn (kombu moves to the
+        # next after each failure; it waits only after a whole round).
+        connection.ensure_connection(max_retries=len(self.urls) - 1 or 1)
         channel = connection.channel()
         queue = self._queue(channel)
         # The exchange is oslo.messaging's (the conductor's RPC server

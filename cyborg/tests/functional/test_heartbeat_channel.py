@@ -233,6 +233,62 @@ class BrokerLostTest(base.TestCase):
         wait_for(lambda: self.noted == ['cmp-1'])
 
 
+class FailoverTest(base.TestCase):
+    """With several hosts in ``transport_url`` (three gates to the one
+    broker, standing for a cluster's nodes), the channel's consumer goes
+    on to the next host when it loses the one it reads from, and tries
+    every host in turn, however many are gone."""
+
+    def setUp(self):
+        super().setUp()
+        self.messaging = self.useFixture(cyborg_fixtures.Messaging(
+            self, self.conf, 'rabbit'))
+        [url] = heartbeats.broker_urls(self.conf)
+        parsed = kombu.utils.url.url_to_parts(url)
+        with kombu.Connection(url) as connection:
+            kombu.Exchange(self.conf.control_exchange, 'topic',
+                           durable=False)(connection.channel()).declare()
+        self.gates = []
+        urls = []
+        for _ in range(3):
+            gate = faults.TcpGate(self, (parsed.hostname, parsed.port))
+            gate.port = _port_of_ours()
+            gate.open()
+            self.gates.append(gate)
+            urls.append(url.replace(
+                '%s:%d' % (parsed.hostname, parsed.port),
+                '127.0.0.1:%d' % gate.port, 1))
+        self.noted = []
+        self.consumer = heartbeats.Consumer(
+            self.conf, self.messaging.keys,
+            lambda hostname, _sent: self.noted.append(hostname),
+            urls=urls)
+        self.addCleanup(self.consumer.join, 5)
+        self.addCleanup(self.consumer.stop)
+        self.consumer.start()
+        self.api = conductor_rpcapi.ConductorAPI()
+        self.ctx = context.get_admin_context()
+
+    def reconnected(self, hostname):
+        wait_for(lambda: not self.consumer.consuming.is_set())
+        self.assertTrue(self.consumer.consuming.wait(20))
+        self.api.agent_heartbeat(self.ctx, hostname,
+                                 topic=self.consumer.topic)
+        wait_for(lambda: hostname in self.noted)
+
+    def test_the_consumer_moves_to_the_next_host_each_time(self):
+        self.assertTrue(self.consumer.consuming.wait(20))
+        # The first two hosts gone: the third is reached.
+        self.gates[0].close()
+        self.gates[1].close()
+        self.reconnected('cmp-1')
+        # The first back, the third gone: the first is reached, though
+        # the second (tried first, after the third) is still gone.
+        self.gates[0].open()
+        self.gates[2].close()
+        self.reconnected('cmp-2')
+
+
 class BoundsTest(base.TestCase):
     """What the broker and the channel let a host pile up on a
     conductor: the queue's bounds, the prefetch, the body cap."""
