@@ -12,8 +12,10 @@ kills them in the test's cleanups:
   with the page's ini file;
 * ``Galera``: ``galera.Cluster``'s three nodes, a database with the
   schema on them, and the user HAProxy's check logs in as;
-* a broker: anything with ``transport_url()``, ``kill_one()`` and
-  ``restart()`` (and ``name``); ``SingleRabbit`` is one
+* a broker: anything with ``transport_url()``, ``apply_policy(argv)``,
+  ``kill_one()`` (the index of the node killed) and ``restart(index)``,
+  and ``name`` and ``nodes``: ``ClusterRabbit`` is the three-node
+  cluster of ``rabbitcluster``, ``SingleRabbit`` one
   ``faults.PrivateRabbit`` node;
 * ``BindStorm``: threads that each play Nova booting servers one after
   the other through HAProxy, recording every call.
@@ -46,6 +48,7 @@ from cyborg.tests.functional import doc_commands
 from cyborg.tests.functional import faults
 from cyborg.tests.functional import galera
 from cyborg.tests.functional import nova
+from cyborg.tests.functional import rabbitcluster
 
 PAGE = 'doc/source/admin/reference-deployment.rst'
 #: The page's addresses: HAProxy's (the VIP) and the controllers'.
@@ -268,10 +271,20 @@ class Galera:
         return self.nodes[int(server.rsplit('-', 1)[1]) - 1]
 
 
+def _on_vhost(argv, vhost):
+    """The page's ``rabbitmqctl`` arguments, on ``vhost`` instead of the
+    page's."""
+    argv = list(argv)
+    for flag in ('-p', '--vhost'):
+        if flag in argv:
+            argv[argv.index(flag) + 1] = vhost
+    return argv
+
+
 class SingleRabbit:
-    """One private RabbitMQ node: the broker until the three-node
-    cluster's fixture is there. Killing it stops every client's
-    messaging until it is back (``restart``)."""
+    """One private RabbitMQ node: a broker for the deployment where no
+    cluster can be had. Killing it stops every client's messaging until
+    it is back (``restart``), so its kill and restart make one fault."""
 
     name = 'one RabbitMQ node'
     nodes = 1
@@ -282,16 +295,8 @@ class SingleRabbit:
     def transport_url(self):
         return self.node.url
 
-    def ctl(self, *args):
-        return self.node.ctl(*args)
-
     def apply_policy(self, argv):
-        """``rabbitmqctl`` with the page's ``argv``, on vhost ``/`` (the
-        one this node's guest uses) for the page's ``cyborg``."""
-        argv = list(argv)
-        if '--vhost' in argv:
-            argv[argv.index('--vhost') + 1] = '/'
-        return self.ctl(*argv)
+        return self.node.ctl(*_on_vhost(argv, '/'))
 
     def kill_one(self):
         self.node.kill()
@@ -300,6 +305,44 @@ class SingleRabbit:
     def restart(self, index):
         if not self.node.start():
             raise AssertionError(self.node.problem)
+
+
+class ClusterRabbit:
+    """The three-node cluster of ``rabbitcluster.RabbitCluster``, every
+    client listing the three nodes; ``kill_one`` kills the node that
+    leads the conductors' queue."""
+
+    name = 'three RabbitMQ nodes, quorum queues'
+    nodes = 3
+
+    def __init__(self, test, queue='cyborg-conductor'):
+        self.cluster = rabbitcluster.RabbitCluster.started(test)
+        self.queue = queue
+
+    def transport_url(self):
+        return self.cluster.transport_url()
+
+    def apply_policy(self, argv):
+        return self.cluster.ctl(*_on_vhost(argv, '/'))
+
+    def leader(self):
+        """The node leading the conductors' queue (it is a quorum queue
+        with a leader, or this fails)."""
+        return self.cluster.leader_of(self.queue, '/')
+
+    def queue_types(self):
+        return collections.Counter(
+            kind for kind, _leader, _members
+            in self.cluster.queues('/').values())
+
+    def kill_one(self):
+        index = self.leader()
+        self.cluster.kill(index)
+        return index
+
+    def restart(self, index):
+        if not self.cluster.start(index):
+            raise AssertionError(self.cluster.problem)
 
 
 def _status(response):

@@ -33,6 +33,7 @@ import time
 import fixtures
 import sqlalchemy as sa
 
+from cyborg.common import broker as broker_commands
 from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.sim import hosts as simhosts
@@ -59,6 +60,9 @@ STORM_S = 4
 
 
 class ReferenceDeploymentTest(base.TestCase):
+
+    #: The broker (see deployment's module doc): the three-node cluster.
+    BROKER = deployment.ClusterRabbit
 
     def setUp(self):
         super().setUp()
@@ -93,7 +97,15 @@ class ReferenceDeploymentTest(base.TestCase):
         if 'error' in broker:
             raise broker['error']
         self.broker = broker['broker']
+        # The page's policy, which is what cyborg-status keys broker
+        # prints.
+        self.assertEqual(list(broker_commands.policy()),
+                         self.snippets['policy'][-3:])
         self.broker.apply_policy(self.snippets['policy'])
+        # The page's clients list the cluster's nodes.
+        page_url = self.snippets['conf']['DEFAULT']['transport_url']
+        if self.broker.nodes > 1:
+            self.assertEqual(self.broker.nodes, page_url.count('@'))
 
         # HAProxy with the page's sections, given this machine's ports.
         self.api_ports = [daemons.free_port() for _ in range(2)]
@@ -157,7 +169,7 @@ class ReferenceDeploymentTest(base.TestCase):
 
     def _start_broker(self, out):
         try:
-            out['broker'] = deployment.SingleRabbit(self)
+            out['broker'] = self.BROKER(self)
         except BaseException as e:  # noqa: BLE001 - raised in setUp
             out['error'] = e
 
@@ -376,7 +388,8 @@ class ReferenceDeploymentTest(base.TestCase):
         self.killed_conductor = name
         self.conductors[name].kill()
         self.holder_before = holder
-        return 'conductor %s (lease holder %s)' % (name, holder or 'none')
+        return ('conductor %s (lease holder %s; documented takeover '
+                'within %.0f s)' % (name, holder or 'none', LEASE_BOUND))
 
     def lease_taken_over(self):
         holder = self.lease_holder() or ''
@@ -385,17 +398,23 @@ class ReferenceDeploymentTest(base.TestCase):
 
     def kill_broker(self):
         self.broker_restarted_at = None
-        index = self.broker.kill_one()
-        self.broker_killed = index
-        return '%s: node %s killed' % (self.broker.name, index)
+        self.broker_killed = self.broker.kill_one()
+        return '%s: node %d killed' % (self.broker.name,
+                                       self.broker_killed)
 
-    def broker_recovered(self):
-        if self.broker_restarted_at is None:
-            # Down for a moment under load, then back.
+    def broker_served(self):
+        """Binds went through with the node down; one node alone
+        (SingleRabbit) is started again first."""
+        if self.broker.nodes == 1 and self.broker_restarted_at is None:
             time.sleep(2)
-            self.broker.restart(self.broker_killed)
-            self.broker_restarted_at = time.monotonic()
+            self.restart_broker()
         return self.bound_since(self.broker_restarted_at)
+
+    def restart_broker(self):
+        self.broker.restart(self.broker_killed)
+        self.broker_restarted_at = time.monotonic()
+        return '%s: node %d started again' % (self.broker.name,
+                                              self.broker_killed)
 
     def test_reference_deployment_survives_each_node_lost(self):
         self.sim = sim = self._sim_hosts()
@@ -413,6 +432,12 @@ class ReferenceDeploymentTest(base.TestCase):
         print('\nreference deployment: %d hosts booted in %.1f s, '
               '%d fake cards, broker: %s'
               % (HOSTS, boot_s, len(providers), self.broker.name))
+        if self.broker.nodes > 1:
+            # Every queue cyborg declared is a quorum queue, the
+            # heartbeat channel's and the reply and fanout queues too.
+            types = self.broker.queue_types()
+            print('queues by type: %s' % dict(types))
+            self.assertEqual({'quorum'}, set(types), types)
 
         self.results_fault_at = time.monotonic()
 
@@ -430,9 +455,14 @@ class ReferenceDeploymentTest(base.TestCase):
              self.writer_recovered),
             ('conductor killed', fault(self.kill_conductor),
              self.lease_taken_over),
-            ('broker node killed', fault(self.kill_broker),
-             self.broker_recovered),
+            ('rabbitmq node killed', fault(self.kill_broker),
+             self.broker_served),
         ]
+        if self.broker.nodes > 1:
+            phases.append(('rabbitmq node restarted',
+                           fault(self.restart_broker),
+                           lambda: self.bound_since(
+                               self.broker_restarted_at)))
         for name, inject, recovered in phases:
             result = self.storm_phase(name, inject, recovered)
             converged_at = time.monotonic()
@@ -472,7 +502,7 @@ class ReferenceDeploymentTest(base.TestCase):
             self.assertEqual([], result['errors'], result)
         # The agents' calls failed only while the one broker node was
         # down (a cluster keeps serving them).
-        if name != 'broker node killed' or self.broker.nodes > 1:
+        if name != 'rabbitmq node killed' or self.broker.nodes > 1:
             self.assertEqual(0, result['sim_errors'], result)
         # Every live host is up.
         self.assertEqual({'up'}, set(self.statuses().values()), result)
