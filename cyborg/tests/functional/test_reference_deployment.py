@@ -510,15 +510,16 @@ class ReferenceDeploymentTest(base.TestCase):
         self.assertEqual([], [c for c in result['errors']
                               if c.status == 500], result)
         if name == 'api instance killed':
-            # The only errors: the requests in flight on the instance
-            # killed, as HAProxy counts them (those it had sent there and
-            # got no answer for), each a 502, each sent before the
-            # instance was gone.
+            # The only errors: requests in flight on the instance killed,
+            # each a 502, each sent before the instance was gone; no more
+            # than HAProxy counts as sent there and not answered (its
+            # eresp, which also counts a request it could still send
+            # again elsewhere: "+1" retries in its log).
             lost = self.lost_on(self.apis[0].name) - self.lost_before
             start, end = self.kill_window
             print('%-24s in flight on the instance killed: %d (HAProxy); '
                   'errors: %d' % ('', lost, len(result['errors'])))
-            self.assertEqual(lost, len(result['errors']), result)
+            self.assertLessEqual(len(result['errors']), lost, result)
             self.assertEqual({502}, {c.status for c in result['errors']}
                              or {502}, result)
             self.assertEqual([], [c for c in result['errors']
