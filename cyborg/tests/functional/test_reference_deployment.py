@@ -551,7 +551,8 @@ class ReferenceDeploymentTest(base.TestCase):
     def allowed_ends(self, result):
         """How a server may end other than Bound or BindFailed under the
         phase's fault: a 502 for a request in flight on the API
-        instance killed; a 503 when the database or broker connection
-        was lost under a request (Nova retries, as for any 503)."""
+        instance killed; a 503 (with Retry-After) when the database
+        connection was lost under a request, or the conductor that had
+        taken its call was killed."""
         return {'%s %d' % (step, c.status) for c in result['errors']
                 for step in ('create', 'bind') if c.status in (502, 503)}
