@@ -7,15 +7,17 @@ Started: three Galera nodes, HAProxy in front of them (one writer, two
 backups) and of two API instances (``cyborg.wsgi.api:application`` under
 uWSGI, two processes each), two ``cyborg-conductor`` processes (both
 conductors and both APIs reach the database through HAProxy), the real
-Placement, a stand-in Nova, the broker (``deployment.SingleRabbit``, or
-the three-node cluster), and simulated compute hosts (``cyborg.sim``)
+Placement, a stand-in Nova, the broker (a three-node RabbitMQ cluster,
+quorum queues: ``deployment.ClusterRabbit``), and simulated compute
+hosts (``cyborg.sim``)
 whose boot storm and trickle of changes go on throughout. Nova's calls
 (``deployment.BindStorm``: ARQs created and bound as Nova does, polled
 until resolved) go to HAProxy.
 
 The faults, in turn, each while the binds go on: one API instance
 killed; the Galera node HAProxy writes to killed; one conductor killed;
-the broker node killed and restarted. After each, the numbers are
+the RabbitMQ node leading the conductors' queue killed, then started
+again. After each, the numbers are
 printed (binds ended and how, reports converged, time to recover) and
 checked as counts: every bind ended Bound or BindFailed, none stuck, no
 attach handle given twice, no 500, no error but the requests in flight
