@@ -28,6 +28,7 @@ database.
 import collections
 import os
 import shutil
+import subprocess
 import sys
 import threading
 import time
@@ -40,6 +41,7 @@ from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg.sim import hosts as simhosts
 from cyborg.tests import base
+from cyborg.tests import services
 from cyborg.tests.functional import daemons
 from cyborg.tests.functional import deployment
 from cyborg.tests.functional import nova
@@ -558,3 +560,43 @@ class ReferenceDeploymentTest(base.TestCase):
         taken its call was killed."""
         return {'%s %d' % (step, c.status) for c in result['errors']
                 for step in ('create', 'bind') if c.status in (502, 503)}
+
+
+class PageSnippetsTest(base.TestCase):
+    """The page's snippets, without starting anything: found, complete
+    and accepted by HAProxy."""
+
+    def test_the_page_gives_every_snippet_and_haproxy_accepts_its_own(self):
+        snippets = deployment.snippets()
+        self.assertEqual(list(broker_commands.policy()),
+                         snippets['policy'][-3:])
+        self.assertEqual({'rabbit_quorum_queue': 'true',
+                          'rabbit_transient_quorum_queue': 'true'},
+                         {k: v for k, v in snippets['conf'][
+                             'oslo_messaging_rabbit'].items()
+                          if 'quorum' in k})
+        self.assertIn('lazy-apps = true', snippets['uwsgi'])
+        self.assertIn('module = cyborg.wsgi.api:application',
+                      snippets['uwsgi'])
+        # Each of the page's addresses has a local stand-in, or localize
+        # fails naming it.
+        addresses = {}
+        for ip in (deployment.VIP,) + deployment.CONTROLLERS:
+            for port in (deployment.API_PORT, deployment.DB_PORT):
+                addresses['%s:%d' % (ip, port)] = ('127.0.0.1',
+                                                   daemons.free_port())
+        text = deployment.localize(snippets['haproxy'], addresses)
+        error = self.assertRaises(AssertionError, deployment.localize,
+                                  snippets['haproxy'], {})
+        self.assertIn('192.0.2.10:6666', str(error))
+        haproxy = shutil.which('haproxy') or '/usr/sbin/haproxy'
+        if not os.path.exists(haproxy):
+            services.unavailable(self, 'haproxy is not installed')
+        path = os.path.join(self.useFixture(fixtures.TempDir()).path,
+                            'haproxy.cfg')
+        with open(path, 'w') as f:
+            f.write(deployment.HAProxy.GLOBAL.format(
+                socket=path + '.sock') + text)
+        check = subprocess.run([haproxy, '-c', '-f', path],
+                               capture_output=True, text=True)
+        self.assertEqual(0, check.returncode, check.stdout + check.stderr)
