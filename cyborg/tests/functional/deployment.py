@@ -238,9 +238,24 @@ class UwsgiAPI:
         pid = self.daemon.process.pid
         return [pid] + daemons.children(pid)
 
-    def kill(self):
-        """SIGKILL to the master and its workers, as a machine lost."""
+    def kill(self, timeout=30):
+        """SIGKILL to the master and its workers, as a machine lost;
+        returns once none of them is left (their connections are closed
+        only then)."""
+        pids = self.processes()
         self.daemon.kill()
+        wait_until(lambda: not any(_running(pid) for pid in pids), timeout,
+                   interval=0.01, what='the uwsgi processes of %s gone'
+                   % self.name)
+
+
+def _running(pid):
+    """Whether process ``pid`` still runs (a zombie does not)."""
+    try:
+        with open('/proc/%d/stat' % pid) as f:
+            return f.read().rsplit(')', 1)[1].split()[0] != 'Z'
+    except (OSError, IndexError):
+        return False
 
 
 class Galera:
