@@ -347,8 +347,8 @@ class ReferenceDeploymentTest(base.TestCase):
         # Each handle in use is a bound ARQ's: none taken and lost.
         in_use_bound = in_use() - len(handles)
         for instance in instances:
-            # As nova-compute deletes a server's ARQs: again after a 503
-            # (a call lost with a conductor or a broker connection).
+            # Deleted again after a 503 (a call lost with a conductor or
+            # a broker connection): the test's cleanup, not a check.
             for _attempt in range(3):
                 response = self.storm.call(
                     'DELETE', '%s?instance=%s' % (nova.ARQS, instance))
