@@ -51,9 +51,17 @@ class _Blocked:
     def __init__(self, start=0.0, stop=0.0):
         self.waits = {'start': start, 'stop': stop}
         self.stopped = threading.Event()
+        self.signalled_at = None
+
+    def signal_soon(self, signum):
+        """``signum`` to this process in 0.2 s, noting when it was sent."""
+        def send():
+            self.signalled_at = time.monotonic()
+            os.kill(os.getpid(), signum)
+        threading.Timer(0.2, send).start()
 
     def start(self):
-        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGTERM)).start()
+        self.signal_soon(signal.SIGTERM)
         threading.Event().wait(self.waits['start'])
 
     def stop(self):
@@ -66,7 +74,7 @@ class _WaitsForStop(_Blocked):
     and a guest's wait for its exchange do."""
 
     def start(self):
-        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        self.signal_soon(signal.SIGINT)
         stopping.sleep(60)
 
 
@@ -81,29 +89,35 @@ class StopPromptlyTest(base.TestCase):
         self.addCleanup(gc.unfreeze)
         self.addCleanup(stopping.clear)
 
+    # What operators are promised: a daemon is gone within 5 s of the
+    # signal (STOP_TIMEOUT, 3.5 s, leaves the rest for the exit itself).
+    PROMISED = 5.0
+
     def run_timed(self, svc):
-        began = time.monotonic()
+        """run_in_foreground's status, and the seconds from the signal
+        to its return (not from the start: a loaded machine may send the
+        signal late)."""
         status = service.run_in_foreground(svc, self.conf)
-        return status, time.monotonic() - began
+        return status, time.monotonic() - svc.signalled_at
 
     def test_a_start_that_waits_for_the_stop_is_cut_short(self):
         svc = _WaitsForStop()
         status, took = self.run_timed(svc)
         self.assertEqual(0, status)
-        self.assertLess(took, 2.0)
+        self.assertLess(took, service.STOP_TIMEOUT)
         # What the start did is stopped.
         self.assertTrue(svc.stopped.is_set())
 
     def test_a_start_deaf_to_the_signal_is_left_behind(self):
         status, took = self.run_timed(_Blocked(start=15))
         self.assertEqual(0, status)
-        self.assertLess(took, service.STOP_TIMEOUT + 1.0)
+        self.assertLess(took, self.PROMISED)
 
     def test_a_stop_that_hangs_is_left_at_the_deadline(self):
         svc = _Blocked(stop=15)
         status, took = self.run_timed(svc)
         self.assertEqual(0, status)
-        self.assertLess(took, service.STOP_TIMEOUT + 1.0)
+        self.assertLess(took, self.PROMISED)
         self.assertFalse(svc.stopped.is_set())
 
 
