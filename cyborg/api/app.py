@@ -26,10 +26,7 @@ cannot silently drop a layer, and tests build exactly what runs.
 """
 
 from oslo_log import log as logging
-from oslo_middleware import cors
 from oslo_middleware import healthcheck
-from oslo_middleware import http_proxy_to_wsgi
-from oslo_middleware import request_id
 import pecan
 
 from cyborg.api.controllers import root
@@ -39,6 +36,7 @@ from cyborg.api import validation
 from cyborg.api.middleware import access_log
 from cyborg.api.middleware import auth
 from cyborg.api.middleware import body_size
+from cyborg.api.middleware import lean
 from cyborg.api.middleware import metrics as metrics_filter
 from cyborg.api.middleware import parsable_error
 from cyborg.common import preflight
@@ -134,8 +132,10 @@ def setup_app(conf=CONF, conductor_api=None):
     app = parsable_error.ParsableErrorMiddleware(app)
     app = profiler.wsgi_middleware(app, conf)
     app = PathDispatch(app, HEALTHCHECK_PATH, healthcheck_app(conf))
-    app = cors.CORS(app, conf)
-    app = request_id.RequestId(app, conf)
-    app = http_proxy_to_wsgi.HTTPProxyToWSGI(app, conf)
+    # oslo.middleware's CORS, RequestId and HTTPProxyToWSGI, without
+    # their webob round trip where they change nothing (lean).
+    app = lean.CORS(app, conf)
+    app = lean.RequestId(app)
+    app = lean.ProxyHeaders(app, conf)
     app = metrics_filter.Metrics(app)
     return access_log.setup(app, conf)
