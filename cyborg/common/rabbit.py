@@ -28,12 +28,14 @@ import uuid
 
 from amqp import exceptions as amqp_exceptions
 import kombu
+from kombu import exceptions as kombu_exceptions
 from oslo_log import log as logging
 from oslo_messaging._drivers import amqpdriver
 from oslo_messaging._drivers import base
 from oslo_messaging._drivers import common as driver_common
 from oslo_messaging._drivers import impl_rabbit
 
+from cyborg.common import exception
 from cyborg.common import keys
 from cyborg.common import signing
 from cyborg.common import stopping
@@ -144,30 +146,65 @@ class BoundedConnection(impl_rabbit.Connection):
         # oslo.messaging sets it from its option; 0 means no bound.
         self._prefetch = count if count > 0 else self._cyborg_prefetch
 
-    def ensure_connection(self):
+    def ensure_connection(self, max_retries=None):
         """Connect (again), as oslo.messaging's driver does, trying until
         the process is told to stop: oslo.messaging tries for ever
         (``retry=None``), and a daemon that could not reach its broker
         ignored SIGTERM. kombu calls ``callback`` after each failed try
         and each second of the pause before the next; it raises Stopping
-        then, which ends the tries (it is no connection error)."""
+        then, which ends the tries (it is no connection error).
+        ``max_retries``, when given, bounds the tries (else the
+        connection's own bound, by default none)."""
         def failed(exc, interval):
             LOG.error('Connection failed: %s (retrying in %s seconds)',
                       exc, interval)
 
         self._set_current_channel(None)
         self.connection.ensure_connection(
-            errback=failed, max_retries=self.max_retries,
+            errback=failed,
+            max_retries=(self.max_retries if max_retries is None
+                         else max_retries),
             interval_start=self.interval_start,
             interval_step=self.interval_stepping,
             interval_max=self.interval_max, callback=stopping.check)
         self._set_current_channel(self.connection.channel())
         self.set_transport_socket_timeout()
 
+    def _reconnect_listener(self):
+        """Try each node of ``transport_url`` once, from the one after
+        the node that was lost; the consumers consume again on the node
+        that answers. Without this a lost listening connection never
+        failed over: oslo.messaging reconnects inside ``consume``, whose
+        timeout (at most CONSUME_WAIT) ran out during its pause of
+        ``kombu_reconnect_delay`` before the first try, which then ended
+        the tries before kombu switched to the next node; each wait tried
+        the lost node again, for ever (issue 41). When no node answers,
+        or the process is stopping, oslo.messaging's ``consume`` goes on
+        as before (it logs the failure and waits)."""
+        with self._connection_lock:
+            if self.connection.connected:
+                return
+            try:
+                self.ensure_connection(
+                    max_retries=max(len(self.connection.alt), 1) - 1)
+            except (exception.Stopping, kombu_exceptions.OperationalError,
+                    *self.connection.recoverable_connection_errors,
+                    *self.connection.recoverable_channel_errors) as e:
+                LOG.debug('[%s] No node to consume from yet: %s',
+                          self.connection_id, e)
+                return
+            self._new_tags = set(self._consumers.values())
+            LOG.info('[%(connection_id)s] Reconnected to AMQP server on '
+                     '%(hostname)s:%(port)s to consume',
+                     self._get_connection_info())
+
     def consume(self, timeout=None):
         """Wait for messages ``timeout`` seconds, at most CONSUME_WAIT: a
         listener that is stopped ends its wait only then (an RPC server
-        took up to 5 s to stop when idle)."""
+        took up to 5 s to stop when idle). A connection that was lost is
+        made again first (:meth:`_reconnect_listener`)."""
+        if not self.connection.connected:
+            self._reconnect_listener()
         return super().consume(timeout=CONSUME_WAIT if timeout is None
                                else min(timeout, CONSUME_WAIT))
 

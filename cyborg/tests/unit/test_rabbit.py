@@ -106,6 +106,18 @@ class RabbitDriverTest(base.TestCase):
             amqpdriver.AMQPListener.stop))
         self.assertIn('self._consume_loop_stopped', inspect.getsource(
             impl_rabbit.Connection.consume))
+        # A lost listening connection is made again before consume
+        # (BoundedConnection._reconnect_listener): consume's consumers
+        # consume again on a new connection once their tags are new.
+        consume = inspect.getsource(impl_rabbit.Connection.consume)
+        for used in ('if not self.connection.connected:',
+                     'self._new_tags = set(self._consumers.values())',
+                     'while self._new_tags:',
+                     'with self._connection_lock:'):
+            self.assertIn(used, consume)
+        # One try per node: kombu's list of the nodes of a connection.
+        self.assertEqual(3, len(kombu.Connection(
+            'amqp://a//;amqp://b//;amqp://c//').alt))
         # The guest's listen() waits for its exchange on the kombu
         # connection of the pool's connection.
         self.assertIn('self.connection = connection_pool.get(',
