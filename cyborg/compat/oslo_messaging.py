@@ -35,8 +35,9 @@ PRIVATE_NAMES = (
     # Here.
     '_do_dispatch', '_driver', '_executor_cls', '_send',
     # common/rabbit.py
-    '_callback', '_connection_pool', '_drivers', '_get_connection',
-    '_get_exchange', '_get_reply_queue_name', '_publish',
+    '_callback', '_connection_lock', '_connection_pool', '_consumers',
+    '_drivers', '_get_connection', '_get_connection_info', '_get_exchange',
+    '_get_reply_queue_name', '_new_tags', '_publish',
     '_set_current_channel',
     # common/local_transport.py
     '_default_exchange', '_exchange_manager', '_exchanges',
