@@ -7,6 +7,10 @@ a new default context for every connection
 certificates (about 20 ms of CPU) that this mode never uses. Passing a
 context as ``ssl`` is public but makes TLS required, so the method is
 overridden instead.
+
+PyMySQL before 1.2 (1.1, the pin of OpenStack 2026.1) has no "preferred"
+mode: without ``ssl`` options it does not use TLS and never calls the
+method, which then only ever builds contexts for options, as PyMySQL does.
 """
 
 import threading

@@ -25,6 +25,9 @@
 # file (tools/lib/constraints/upper-constraints-2026.1.txt for the release
 # before) or "none" for the newest releases PyPI has. The file is part of
 # the stamps' hash, so changing it reinstalls.
+#
+# The test part installs cyborg again at the end: python-cyborgclient's
+# legacy shell is a console script named "cyborg" too.
 
 # The sha256 of the files named, one after another.
 cyborg_hash() {
@@ -105,6 +108,11 @@ cyborg_venv() {
         "into $venv"
     cyborg_pip "$venv" ${with[@]+"${with[@]}"} \
         -r "$top/requirements.txt" -r "$top/test-requirements.txt"
+    # python-cyborgclient (a test requirement) has a console script named
+    # "cyborg" too, its legacy shell, which replaces cyborg's when it is
+    # installed after cyborg: cyborg is installed again, last.
+    echo "==> installing cyborg again, so that bin/cyborg is cyborg's"
+    cyborg_pip "$venv" ${with[@]+"${with[@]}"} --no-deps -e "$top"
     echo "$want" > "$stamp"
     echo "==> virtualenv $venv is up to date"
 }

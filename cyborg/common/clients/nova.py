@@ -58,6 +58,16 @@ def connect(conf):
                                            oslo_conf=conf).compute
 
 
+def connect_retries(conf):
+    """How often a request is tried again after a connection error or a
+    timeout: ``[nova] connect_retries``, or none when it is unset (as
+    keystoneauth does). Given with each request: openstacksdk 4.10 (the
+    pin of OpenStack 2026.1) gives every request 1 over the configured
+    value, which tries a timed out request again, doubling [nova]
+    timeout."""
+    return conf[GROUP].connect_retries or 0
+
+
 def events(instance_uuid, arq_states):
     """The events of one instance: ``arq_states`` is ``{uuid: status}``
     with status ``completed`` or ``failed``."""
@@ -157,7 +167,8 @@ class Client:
             compute = self._get()
             response = compute.post(
                 '/os-server-external-events', json={'events': event_list},
-                microversion=MICROVERSION, raise_exc=False)
+                microversion=MICROVERSION, raise_exc=False,
+                connect_retries=connect_retries(self.conf))
         except ks_exceptions.ConnectionError as e:
             LOG.warning('Nova could not be reached for %s events: %s', EVENT,
                         e)
@@ -189,7 +200,8 @@ class Client:
             compute = self._get()
             response = compute.get(servers_path(uuids),
                                    microversion=SERVERS_MICROVERSION,
-                                   raise_exc=False)
+                                   raise_exc=False,
+                                   connect_retries=connect_retries(self.conf))
         except ks_exceptions.ConnectionError as e:
             raise exception.NovaUnavailable(reason=str(e)) from e
         except Exception as e:  # auth, discovery, the catalog: build again

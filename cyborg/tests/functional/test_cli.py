@@ -32,6 +32,13 @@ class _CliTest(testtools.TestCase):
         if not os.path.exists(CYBORG):
             self.fail('%s is missing: install cyborg (pip install -e .) so '
                       'its console scripts exist' % CYBORG)
+        with open(CYBORG) as f:
+            if 'cyborg.cmd.cli' not in f.read():
+                # python-cyborgclient's legacy shell has the same name.
+                self.fail('%s is not cyborg\'s command (python-cyborgclient '
+                          'installed after cyborg replaced it): install '
+                          'cyborg again (pip install --no-deps -e .)'
+                          % CYBORG)
         self.home = self.useFixture(fixtures.TempDir()).path
         self.aio = self.useFixture(clients.AllInOne(self))
         self.aio.wait_for_deployables()

@@ -30,6 +30,17 @@ def proxy_methods():
             and name not in inherited}
 
 
+def patch_method(proxy, resource):
+    """The proxy's method that sends a JSON patch of ``resource``:
+    ``patch_<resource>`` in newer openstacksdk (4.18 has it); in 4.10
+    (the pin of OpenStack 2026.1) ``update_<resource>`` is that
+    method."""
+    name = 'patch_' + resource
+    if not hasattr(_proxy.Proxy, name):
+        name = 'update_' + resource
+    return getattr(proxy, name)
+
+
 class _Recording:
     """A proxy that remembers which of its methods were called."""
 
@@ -100,24 +111,32 @@ class SDKTest(testtools.TestCase):
                          admin.get_deployable(expected['uuid']).name)
         patch = [{'path': '/program', 'op': 'replace',
                   'value': [{'image_uuid': self.aio.image['id']}]}]
-        self.assert_refused(403, member.patch_deployable, expected['uuid'],
-                            patch)
-        admin.patch_deployable(expected['uuid'], patch)
+        self.assert_refused(403, patch_method(member, 'deployable'),
+                            expected['uuid'], patch)
+        patch_method(admin, 'deployable')(expected['uuid'], patch)
         self.assertEqual(self.aio.image['id'], self.aio.api(
             'GET', '/v2/deployables/' + expected['uuid']).json()[
                 'bitstream_id'])
-        # openstacksdk 4.22's update_deployable calls itself: it cannot
-        # reach any server. When a release fixes it, this fails: check
-        # what it sends then.
-        self.assertRaises(RecursionError, admin.update_deployable,
-                          expected['uuid'], patch)
+        # openstacksdk's update_deployable, deprecated for
+        # patch_deployable, calls itself (4.22 still): it cannot reach any
+        # server. When a release fixes it, this fails: check what it
+        # sends then.
+        if hasattr(_proxy.Proxy, 'patch_deployable'):
+            self.assertRaises(RecursionError, admin.update_deployable,
+                              expected['uuid'], patch)
 
     def devices(self, admin, member):
         [device] = admin.devices()
         self.assertEqual(('FPGA', self.aio.hostname),
                          (device.type, device.hostname))
-        self.assertIsNone(admin.get_device(device.uuid).status)
+        self.assertEqual(device.uuid, admin.get_device(device.uuid).uuid)
         self.assert_refused(403, member.get_device, device.uuid)
+        if not hasattr(_proxy.Proxy, 'enable_device'):
+            # An openstacksdk that knows no device status (microversion
+            # 2.3) and cannot set it: 4.10 and 4.18, the pins of OpenStack
+            # 2026.1 and master.
+            return
+        self.assertIsNone(admin.get_device(device.uuid).status)
         at_2_3 = self.sdk('admin', '2.3')
         self.assertEqual('enabled', at_2_3.get_device(device.uuid).status)
         # openstacksdk does not look at the answer to enable and disable:
@@ -164,9 +183,9 @@ class SDKTest(testtools.TestCase):
         self.assert_refused(404, other.get_accelerator_request, arq.uuid)
         instance = '5c3f7a3e-0d4b-4b8e-9a52-1f6e0c2d7b90'
         patch = self.bind_patch(instance)
-        self.assert_refused(403, member.patch_accelerator_request, arq.uuid,
-                            patch)
-        nova_sdk.patch_accelerator_request(arq.uuid, patch)
+        self.assert_refused(403, patch_method(member, 'accelerator_request'),
+                            arq.uuid, patch)
+        patch_method(nova_sdk, 'accelerator_request')(arq.uuid, patch)
         bound = member.wait_for_status(member.get_accelerator_request(
             arq.uuid), 'Bound', attribute='state', wait=30)
         self.assertEqual(instance, bound.instance_uuid)
@@ -184,8 +203,9 @@ class SDKTest(testtools.TestCase):
         # A bound ARQ goes with the service token, as Nova deletes it.
         again = member.create_accelerator_request(
             device_profile_name='sdk-dp')
-        nova_sdk.patch_accelerator_request(again.uuid, self.bind_patch(
-            '6d4e8b4f-1e5c-4c9f-8b63-2a7f1d3e8ca1'))
+        patch_method(nova_sdk, 'accelerator_request')(
+            again.uuid,
+            self.bind_patch('6d4e8b4f-1e5c-4c9f-8b63-2a7f1d3e8ca1'))
         nova_sdk.delete_accelerator_request(again.uuid)
         self.assertEqual([], list(admin.accelerator_requests()))
 

@@ -56,6 +56,10 @@ SKIPS = {
         'starts an all-in-one on port 6666; the test runs its own',
     ('README.rst', 'tools/run-tests'):
         'the whole test suite, this test included',
+    ('doc/source/contributor/index.rst',
+     'CYBORG_CONSTRAINTS=tools/lib/constraints/upper-constraints-2026.1.txt '
+     'tools/run-tests'):
+        'the whole test suite, this test included, in another virtualenv',
     ('doc/source/admin/accelerators-v1.rst', 'tools/aio'):
         'starts an all-in-one on port 6666; the test runs its own',
     ('doc/source/admin/security.rst',
@@ -265,7 +269,18 @@ class DocCommandsTest(testtools.TestCase):
     def test_every_command(self):
         """One test, so that the all-in-one starts once."""
         runnable = {}
+        # The pages' ``openstack accelerator`` commands are
+        # python-openstackclient's, from 10; with 9 (the pin of OpenStack
+        # 2026.1) openstack runs python-cyborgclient's, whose arguments
+        # differ (see test_osc.py): they are left out then.
+        osc_commands = any(
+            point.dist.name == 'python-openstackclient'
+            for point in metadata.entry_points(
+                group='openstack.accelerator.v2'))
         for command in self.commands:
+            if not osc_commands and command.text.startswith(
+                    'openstack accelerator'):
+                continue
             if listed(SKIPS, command) is None:
                 runnable.setdefault(command.page, []).append(command)
         values, env = self.values(), self.environment()

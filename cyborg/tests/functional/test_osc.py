@@ -168,6 +168,16 @@ class _Commands:
 
     def test_every_command(self):
         registered = registered_commands()
+        if 'python-openstackclient' not in registered:
+            # python-openstackclient 9 (the pin of OpenStack 2026.1).
+            self.skipTest(
+                'python-openstackclient %s has no accelerator commands (10 '
+                'added them): openstack runs python-cyborgclient %s\'s, '
+                'whose arguments differ (device profile create, arq bind) '
+                'and whose deployable program fails in 2.7 (\'Proxy\' '
+                'object has no attribute \'program\')' % (
+                    metadata.version('python-openstackclient'),
+                    metadata.version('python-cyborgclient')))
         self.assertEqual({'python-openstackclient', 'python-cyborgclient'},
                          set(registered))
         for names in registered.values():

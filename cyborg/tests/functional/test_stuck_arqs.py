@@ -140,7 +140,14 @@ class _StuckARQsTests(arqs.ARQSetup):
                                     client=nova_client.Client(self.conf))
         self.nova.servers_gate.clear()
         self.assertEqual(0, self.check(slow))
+        # Asked once: a timed out request is not tried again, unless
+        # [nova] connect_retries says so.
         self.assertEqual(1, self.nova.servers_held)
+        self.flags(group='nova', connect_retries=1, connect_retry_delay=0)
+        retrying = stuck_arqs.StuckARQs(self.conf, self.conductor.binding,
+                                        client=nova_client.Client(self.conf))
+        self.assertEqual(0, self.check(retrying))
+        self.assertEqual(3, self.nova.servers_held)
         self.nova.servers_gate.set()
         self.assertEqual(states.BOUND, self.arqs_of(instance)[0]['state'])
         self.assertEqual([], self.released)

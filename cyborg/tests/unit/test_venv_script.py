@@ -65,9 +65,14 @@ class VenvScriptTest(testtools.TestCase):
     def test_run_tests_then_adds_only_the_test_requirements(self):
         self.venv()
         out, calls = self.venv('test')
+        # And cyborg again, last: python-cyborgclient's "cyborg" console
+        # script would replace cyborg's.
         self.assertEqual(['-m pip install --progress-bar off -c %s '
                           '-r requirements.txt -r test-requirements.txt'
-                          % CONSTRAINTS], calls)
+                          % CONSTRAINTS,
+                          '-m pip install --progress-bar off -c %s '
+                          '--no-deps -e %s'
+                          % (CONSTRAINTS, self.top.rstrip('/'))], calls)
         self.assertIn('==> installing what the tests need', out)
         self.assertEqual([], self.venv('test')[1])
 
@@ -79,7 +84,7 @@ class VenvScriptTest(testtools.TestCase):
         self.venv('test')
         self.write('requirements.txt', 'more\n')
         self.assertEqual(2, len(self.venv()[1]))
-        self.assertEqual(1, len(self.venv('test')[1]))
+        self.assertEqual(2, len(self.venv('test')[1]))
 
     def _earlier_stamp(self):
         # The earlier script wrote one stamp: the hash of all three files.
@@ -100,7 +105,7 @@ class VenvScriptTest(testtools.TestCase):
     def test_a_venv_installed_without_constraints_is_installed_again(self):
         self._earlier_stamp()
         out, calls = self.venv('test')
-        self.assertEqual(3, len(calls))
+        self.assertEqual(4, len(calls))
         self.assertTrue(all(' -c %s ' % CONSTRAINTS in call
                             for call in calls[1:]), calls)
 
@@ -110,13 +115,13 @@ class VenvScriptTest(testtools.TestCase):
         self.env['CYBORG_CONSTRAINTS'] = os.path.join(
             self.top, 'tools/lib/constraints/older.txt')
         out, calls = self.venv('test')
-        self.assertEqual(3, len(calls))
+        self.assertEqual(4, len(calls))
         self.assertIn(' -c tools/lib/constraints/older.txt ', calls[1])
         self.assertIn('==> installing with the constraints of', out)
         self.assertEqual([], self.venv('test')[1])
         self.env['CYBORG_CONSTRAINTS'] = 'none'
         calls = self.venv('test')[1]
-        self.assertEqual(3, len(calls))
+        self.assertEqual(4, len(calls))
         self.assertNotIn(' -c ', ' '.join(calls))
 
     def test_a_missing_constraints_file_is_refused_by_name(self):
