@@ -110,9 +110,6 @@ SKIPS = {
         'what test_docs.SamplesTest runs (the generator)',
     ('doc/source/contributor/index.rst', 'tools/run-tests'):
         'the whole test suite, this test included',
-    ('doc/source/contributor/index.rst', 'CYBORG_CONSTRAINTS='):
-        'the whole test suite again, in a virtualenv of the release '
-        "before's constraints",
     ('doc/source/contributor/index.rst', 'tools/peer-suite'):
         'installs Keystone and the upstream tempest plugin',
     ('doc/source/contributor/index.rst', 'reno new'):
