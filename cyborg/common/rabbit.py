@@ -17,10 +17,11 @@ party uses (:mod:`cyborg.common.broker` prints those permissions):
   with ``<owner>`` ``api``, ``conductor`` or ``host.<hostname>``, so a
   host's user may read and configure its own reply queues only.
 
-oslo.messaging has no options for any of that: this module is the one
-place that subclasses its driver and connection (private names of
-oslo.messaging 18), and ``cyborg/tests/unit/test_rabbit.py`` fails should
-a release change what it relies on.
+oslo.messaging has no options for any of that: this module changes its
+driver and connection through :mod:`cyborg.compat.oslo_messaging`, which
+gives the parts it changes public names, and
+``cyborg/tests/unit/test_rabbit.py`` fails should a release change what it
+relies on.
 """
 
 import functools
@@ -30,20 +31,17 @@ from amqp import exceptions as amqp_exceptions
 import kombu
 from kombu import exceptions as kombu_exceptions
 from oslo_log import log as logging
-from oslo_messaging._drivers import amqpdriver
-from oslo_messaging._drivers import base
-from oslo_messaging._drivers import common as driver_common
-from oslo_messaging._drivers import impl_rabbit
 
 from cyborg.common import exception
 from cyborg.common import keys
 from cyborg.common import signing
 from cyborg.common import stopping
+from cyborg.compat import oslo_messaging as messaging_compat
 
 LOG = logging.getLogger(__name__)
 
 #: oslo.messaging's names of its RabbitMQ driver.
-SCHEMES = ('rabbit', 'kombu')
+SCHEMES = messaging_compat.RABBIT_SCHEMES
 #: Seconds between two looks for an exchange a conductor has not
 #: declared yet, at most.
 MAX_WAIT = 10.0
@@ -121,10 +119,10 @@ def ssl_version(name):
     """The ``ssl`` module's protocol of ``[oslo_messaging_rabbit]
     ssl_version`` ``name``, as oslo.messaging's driver reads it (for the
     heartbeat channel's own connections)."""
-    return impl_rabbit.Connection.validate_ssl_version(name)
+    return messaging_compat.rabbit_ssl_version(name)
 
 
-class BoundedConnection(impl_rabbit.Connection):
+class BoundedConnection(messaging_compat.RabbitConnection):
     """A connection whose consumers take at most ``[security]
     rpc_prefetch`` messages ahead (unless ``rabbit_qos_prefetch_count``
     says how many) and drop, unread, a message over ``[security]
@@ -159,7 +157,7 @@ class BoundedConnection(impl_rabbit.Connection):
             LOG.error('Connection failed: %s (retrying in %s seconds)',
                       exc, interval)
 
-        self._set_current_channel(None)
+        self.use_channel(None)
         self.connection.ensure_connection(
             errback=failed,
             max_retries=(self.max_retries if max_retries is None
@@ -167,7 +165,7 @@ class BoundedConnection(impl_rabbit.Connection):
             interval_start=self.interval_start,
             interval_step=self.interval_stepping,
             interval_max=self.interval_max, callback=stopping.check)
-        self._set_current_channel(self.connection.channel())
+        self.use_channel(self.connection.channel())
         self.set_transport_socket_timeout()
 
     def _reconnect_listener(self):
@@ -181,7 +179,7 @@ class BoundedConnection(impl_rabbit.Connection):
         the lost node again, for ever (issue 41). When no node answers,
         or the process is stopping, oslo.messaging's ``consume`` goes on
         as before (it logs the failure and waits)."""
-        with self._connection_lock:
+        with self.connection_lock:
             if self.connection.connected:
                 return
             try:
@@ -193,10 +191,10 @@ class BoundedConnection(impl_rabbit.Connection):
                 LOG.debug('[%s] No node to consume from yet: %s',
                           self.connection_id, e)
                 return
-            self._new_tags = set(self._consumers.values())
+            self.consume_again()
             LOG.info('[%(connection_id)s] Reconnected to AMQP server on '
                      '%(hostname)s:%(port)s to consume',
-                     self._get_connection_info())
+                     self.connection_info())
 
     def consume(self, timeout=None):
         """Wait for messages ``timeout`` seconds, at most CONSUME_WAIT: a
@@ -209,9 +207,9 @@ class BoundedConnection(impl_rabbit.Connection):
                                else min(timeout, CONSUME_WAIT))
 
     def declare_consumer(self, consumer):
-        consumer._callback = functools.partial(
-            _capped, consumer._callback, consumer, self._cyborg_max_bytes,
-            self._cyborg_refusals)
+        self.wrap_callback(consumer, lambda take: functools.partial(
+            _capped, take, consumer, self._cyborg_max_bytes,
+            self._cyborg_refusals))
         return super().declare_consumer(consumer)
 
 
@@ -226,13 +224,12 @@ class GuestConnection(BoundedConnection):
                 _declare_once_there, consumer.declare, consumer.exchange)
         return super().declare_consumer(consumer)
 
-    def _publish(self, exchange, msg, *args, **kwargs):
+    def before_publish(self, exchange):
         if exchange.name:
             exchange.passive = True
-        return super()._publish(exchange, msg, *args, **kwargs)
 
 
-class Driver(impl_rabbit.RabbitDriver):
+class Driver(messaging_compat.RabbitDriver):
     """oslo.messaging's RabbitMQ driver, naming its reply queue after
     ``owner`` (:func:`reply_owner`); a ``guest`` (an agent, the API)
     declares exchanges passively and its RPC server reads only its own
@@ -245,25 +242,19 @@ class Driver(impl_rabbit.RabbitDriver):
                          allowed_remote_exmods=allowed_remote_exmods)
         self.owner = owner
         self.guest = guest
-        self._connection_pool.connection_cls = (
+        self.use_connection_class(
             GuestConnection if guest else BoundedConnection)
 
-    def _get_reply_queue_name(self):
+    def reply_queue_name(self):
         return 'reply_%s.%s' % (self.owner, uuid.uuid4().hex)
 
     def listen(self, target, batch_size, batch_timeout):
         if not self.guest:
             return super().listen(target, batch_size, batch_timeout)
-        conn = self._get_connection(driver_common.PURPOSE_LISTEN)
-        exchange = self._get_exchange(target)
-        # Waited for here first, outside oslo.messaging's retries, which
-        # log a stop that ends the wait as a failure to connect.
-        wait_for_exchange(conn.connection.connection,
-                          kombu.Exchange(exchange, 'topic'))
-        listener = amqpdriver.RpcAMQPListener(self, conn)
-        conn.declare_topic_consumer(
-            exchange_name=exchange,
-            topic='%s.%s' % (target.topic, target.server),
-            callback=listener)
-        return base.PollStyleListenerAdapter(listener, batch_size,
-                                             batch_timeout)
+        # The exchange is waited for first, outside oslo.messaging's
+        # retries, which log a stop that ends the wait as a failure to
+        # connect.
+        return self.listen_on_server_queue(
+            target, batch_size, batch_timeout,
+            before=lambda connection, exchange: wait_for_exchange(
+                connection, kombu.Exchange(exchange, 'topic')))

@@ -5,7 +5,7 @@ import threading
 
 import oslo_messaging as messaging
 
-from cyborg.common import local_transport
+from cyborg.compat import oslo_messaging as local_transport
 from cyborg.tests import base
 
 

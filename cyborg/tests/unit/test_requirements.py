@@ -21,8 +21,9 @@ REQUIREMENTS = os.path.join(TOP, 'requirements.txt')
 #: authors may change in any release).
 PRIVATE_USERS = {
     'oslo.messaging': ('oslo_messaging',
-                       'oslo_messaging._drivers (common/rabbit.py, '
-                       'local_transport.py), Transport._driver and _send, '
+                       'oslo_messaging._drivers (the RabbitMQ driver\'s '
+                       'connection and pool, the in-memory driver), '
+                       'Transport._driver and _send, '
                        'RPCDispatcher._do_dispatch and '
                        'server._executor_cls (compat/oslo_messaging.py)'),
     'amqp': ('amqp', 'TCPTransport._read, _setup_transport, _read_buffer, '
