@@ -28,10 +28,10 @@ from cyborg.cmd import keys as keys_cmd
 from cyborg.common import config_check
 from cyborg.common.clients import placement as placement_client
 from cyborg.common import exception
+from cyborg.common import hostnames
 from cyborg.common import keys
 from cyborg.common import rpc
 from cyborg import conf as cyborg_conf
-from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import adopt
 from cyborg.db import api as db_api
 from cyborg.db import migration
@@ -236,7 +236,7 @@ class Checks(upgradecheck.UpgradeCommands):
         if 'resource_provider_name' in {
                 c['name'] for c in inspector.get_columns('hosts')}:
             columns.append(table.c.resource_provider_name)
-        return {row[0]: db_arqs.host_names(
+        return {row[0]: hostnames.host_names(
                     row[0], row[1] if len(row) > 1 else None)
                 for row in connection.execute(
                     sa.select(*columns).order_by(table.c.hostname))}
@@ -260,7 +260,7 @@ class Checks(upgradecheck.UpgradeCommands):
                     for name in names):
                 continue
             likely = sorted(node for node in nodes if any(
-                db_arqs.same_host_name(node, name) for name in names))
+                hostnames.same_host_name(node, name) for name in names))
             problems.append('%s (names %s)%s' % (
                 hostname, ', '.join(names),
                 ', Placement has compute node %s' % ' or '.join(likely)

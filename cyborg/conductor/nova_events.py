@@ -22,7 +22,7 @@ from cyborg.common.clients import nova
 from cyborg.common import coalesce
 from cyborg.common import context as cyborg_context
 from cyborg.common import states
-from cyborg.db import accelerator_requests as db_arqs
+from cyborg.db import arq_instances
 
 LOG = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class NovaEvents:
         if unknown:
             wanted = (None if EVERY_PENDING in unknown else set(unknown))
             # What is read wins over what was posted: it is newer.
-            pending = db_arqs.unnotified(context, wanted)
+            pending = arq_instances.unnotified(context, wanted)
             known = {instance: arqs for instance, arqs in known.items()
                      if wanted is not None and instance not in wanted}
         for instance, arqs in known.items():
@@ -106,6 +106,6 @@ class NovaEvents:
                 for uuid, state in arqs.items()})
         delivered = self.client.send_events(event_list)
         if delivered:
-            db_arqs.mark_notified(context, sorted(delivered))
+            arq_instances.mark_notified(context, sorted(delivered))
             LOG.debug('Nova took %d %s events of %d instances',
                       len(delivered), nova.EVENT, len(arqs_of))

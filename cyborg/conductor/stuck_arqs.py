@@ -33,7 +33,7 @@ from cyborg.common.clients import nova
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
 from cyborg.common import notifications
-from cyborg.db import accelerator_requests as db_arqs
+from cyborg.db import arq_instances
 from cyborg.objects import notification
 
 LOG = logging.getLogger(__name__)
@@ -86,7 +86,7 @@ class StuckARQs:
         context = context or cyborg_context.get_admin_context()
         options = self.conf.conductor
         now = now or timeutils.utcnow()
-        instances = db_arqs.take_unconfirmed(
+        instances = arq_instances.take_unconfirmed(
             context,
             bound_before=now - datetime.timedelta(
                 seconds=options.stuck_arq_grace),
@@ -105,7 +105,7 @@ class StuckARQs:
                             len(instances) - start, e)
                 break
             gone, confirmed = decide(batch, shown)
-            db_arqs.confirm_instances(context, confirmed)
+            arq_instances.confirm_instances(context, confirmed)
             for instance in gone:
                 released += self.release(context, instance)
         return released
@@ -113,7 +113,7 @@ class StuckARQs:
     def release(self, context, instance):
         """Release the unconfirmed ARQs of ``instance``, which Nova no
         longer has; returns how many."""
-        arqs = db_arqs.delete_unconfirmed(context, instance)
+        arqs = arq_instances.delete_unconfirmed(context, instance)
         for arq in arqs:
             LOG.warning('ARQ %s (%s, device provider %s on host %s) is '
                         'released: Nova no longer has its instance %s',

@@ -19,17 +19,18 @@ import collections
 import functools
 
 from oslo_serialization import jsonutils
-from oslo_utils import netutils
 from oslo_utils import timeutils
 from oslo_utils import uuidutils
 import sqlalchemy as sa
 
 from cyborg.common import exception
+from cyborg.common import hostnames
 from cyborg.common import profile_groups
 from cyborg.common import states
 from cyborg.db import api as db_api
 from cyborg.db import models
 from cyborg.db import pagination
+from cyborg.db import statements
 
 SORT_KEYS = ('created_at', 'updated_at', 'state', 'instance_uuid', 'uuid')
 
@@ -84,16 +85,9 @@ def _view(row, profiles=None):
     return ARQView(*values)
 
 
-def _run(context, statement, **params):
-    return context.session.connection().execute(statement, params)
-
-
-def _is(column):
-    return column == sa.bindparam('b_' + column.key)
-
-
-def _in(column):
-    return column.in_(sa.bindparam('b_%ss' % column.key, expanding=True))
+_run = statements.run
+_is = statements.param_is
+_in = statements.param_in
 
 
 @functools.cache
@@ -357,61 +351,6 @@ _DEPLOYABLE_OF = sa.select(
 ).where(_is(_DEPLOYABLE.c.rp_uuid))
 
 
-def short_name(name):
-    """The first label of the fully qualified ``name`` ('cmp-1' of
-    'cmp-1.example.org'); None for a name without a dot or an IP
-    address."""
-    if '.' not in name or netutils.is_valid_ip(name):
-        return None
-    return name.split('.', 1)[0]
-
-
-def same_host_name(a, b):
-    """Whether ``a`` and ``b`` may name one host: equal, or one is the
-    short form of the other. Two different fully qualified names never
-    do ('cmp-1.a.org' and 'cmp-1.b.org' are two hosts)."""
-    return a == b or short_name(a) == b or short_name(b) == a
-
-
-def host_names(hostname, resource_provider_name):
-    """The names a host is known by: its agent's ``[DEFAULT] host``, then
-    the compute node provider name it gave (``[agent]
-    resource_provider_name``), if another. The provider its devices hang
-    under is one of these two: ``placement_sync`` looks it up by them
-    and by no other name."""
-    if resource_provider_name and resource_provider_name != hostname:
-        return [hostname, resource_provider_name]
-    return [hostname]
-
-
-def bind_host_refusal(name, host, hosts):
-    """Why a bind on host ``name`` (Nova's: nova-compute's ``[DEFAULT]
-    host``) of a device of ``host`` is refused; None when it is not.
-    ``hosts`` ({hostname: resource_provider_name}) holds ``host`` and
-    the other known hosts that ``name`` may name.
-
-    ``name`` is accepted when it is one of ``host_names`` of ``host``, or
-    the short or fully qualified form of one of them that names no other
-    host. Another host's own name (its agent's ``host``) is refused.
-    """
-    if name == host:
-        return None
-    if name in hosts:
-        return '; %s is another host' % name
-    own = host_names(host, hosts.get(host))
-    if name in own:
-        return None
-    if not any(same_host_name(name, n) for n in own):
-        return ''
-    others = sorted(other for other, provider_name in hosts.items()
-                    if other != host and any(
-                        same_host_name(name, n)
-                        for n in host_names(other, provider_name)))
-    if others:
-        return '; %s may also name host %s' % (name, ', '.join(others))
-    return None
-
-
 _NAMES = sa.bindparam('b_names', expanding=True)
 _PREFIX = sa.bindparam('b_prefix')
 # The hosts one of whose names is one of b_names or starts with b_prefix.
@@ -426,7 +365,7 @@ _HOSTS_NAMED = sa.select(
 def _hosts_named(context, name, host):
     """{hostname: resource_provider_name} of ``host`` and of every host
     that one of ``name``'s forms may name (see ``same_host_name``)."""
-    names = [name, host] + [n for n in [short_name(name)] if n]
+    names = [name, host] + [n for n in [hostnames.short_name(name)] if n]
     prefix = ''.join('!' + c if c in '!%_' else c for c in name) + '.%'
     return dict(_run(context, _HOSTS_NAMED, b_names=names,
                      b_prefix=prefix).all())
@@ -437,11 +376,12 @@ def _check_host(context, uuid, values, host):
     name ``host``, the host of its provider (``bind_host_refusal``)."""
     name = values['hostname']
     hosts = _hosts_named(context, name, host)
-    reason = bind_host_refusal(name, host, hosts)
+    reason = hostnames.bind_host_refusal(name, host, hosts)
     if reason is not None:
         raise exception.BindHostMismatch(
             arq=uuid, hostname=name, rp_uuid=values['device_rp_uuid'],
-            host=host, names=', '.join(host_names(host, hosts.get(host))),
+            host=host,
+            names=', '.join(hostnames.host_names(host, hosts.get(host))),
             reason=reason)
 
 
@@ -754,9 +694,7 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
         views = get_many(context, uuids, project_id)
     else:
         views = get_all(context, project_id, instance_uuid=instance_uuid)
-    if views:
-        _release(context, [view.attach_handle_id for view in views])
-        _run(context, _DELETE, b_ids=[view.id for view in views])
+    _remove(context, views)
     if hosts_due is None:
         return views
     return views, hosts_due(context, sorted(
@@ -776,119 +714,16 @@ def stale_binds(context, conductor=None, started_before=None):
     return [row.uuid for row in _run(context, query)]
 
 
-_NOTIFY_COLUMNS = sa.select(_ARQ.c.instance_uuid, _ARQ.c.uuid, _ARQ.c.state,
-                            _ARQ.c.nova_notified)
-_NOTIFY_OF = _NOTIFY_COLUMNS.where(_in(_ARQ.c.instance_uuid))
-_NOTIFY_PENDING = _NOTIFY_COLUMNS.where(_ARQ.c.instance_uuid.in_(
-    sa.select(_ARQ.c.instance_uuid).where(
-        _ARQ.c.instance_uuid.is_not(None),
-        _ARQ.c.state.in_(sorted(states.RESOLVED)),
-        _ARQ.c.nova_notified == sa.false()).distinct()))
+def _remove(context, views):
+    if views:
+        _release(context, [view.attach_handle_id for view in views])
+        _run(context, _DELETE, b_ids=[view.id for view in views])
 
 
-@db_api.reader
-def unnotified(context, instances=None):
-    """The instances (of ``instances``, or any) whose ARQs are all
-    resolved and Nova was not told of at least one, in one query:
-    ``{instance_uuid: {arq uuid: state}}``."""
-    if instances is None:
-        rows = _run(context, _NOTIFY_PENDING)
-    else:
-        rows = _run(context, _NOTIFY_OF, b_instance_uuids=sorted(instances))
-    found = collections.defaultdict(dict)
-    untold, unresolved = set(), set()
-    for row in rows:
-        found[row.instance_uuid][row.uuid] = row.state
-        if row.state not in states.RESOLVED:
-            unresolved.add(row.instance_uuid)
-        elif not row.nova_notified:
-            untold.add(row.instance_uuid)
-    return {instance: found[instance]
-            for instance in sorted(untold - unresolved)}
-
-
-# Only the ARQs not marked yet: an instance's events name all its ARQs,
-# and those told before are left as they are.
-_MARK_NOTIFIED = _ARQ.update().where(_in(_ARQ.c.uuid),
-                                     _ARQ.c.nova_notified == sa.false())
-
-
-@db_api.retry_on_deadlock
-@db_api.writer
-def mark_notified(context, uuids):
-    _run(context, _MARK_NOTIFIED, b_uuids=list(uuids), nova_notified=True)
-
-
-# The stuck-ARQ check (cyborg.conductor.stuck_arqs): ARQs of an instance
-# that Nova has not yet shown past its build.
-_UNCONFIRMED_STATES = sorted((states.BOUND, states.BIND_FAILED))
-_UNCONFIRMED = sa.and_(_ARQ.c.instance_uuid.is_not(None),
-                       _ARQ.c.state.in_(_UNCONFIRMED_STATES),
-                       _ARQ.c.instance_confirmed == sa.false())
-_DUE = sa.or_(_ARQ.c.instance_checked_at.is_(None),
-              _ARQ.c.instance_checked_at < sa.bindparam('b_checked_before'))
-_DUE_INSTANCES = sa.select(_ARQ.c.instance_uuid).where(
-    _UNCONFIRMED, _DUE,
-    _ARQ.c.bind_started_at < sa.bindparam('b_bound_before'),
-).group_by(_ARQ.c.instance_uuid).order_by(
-    sa.func.min(sa.func.coalesce(_ARQ.c.instance_checked_at,
-                                 _ARQ.c.bind_started_at)),
-    _ARQ.c.instance_uuid).limit(sa.bindparam('b_limit'))
-# The check's bookkeeping leaves ``updated_at`` as it was: the API shows
-# it, and nothing about the ARQ itself changed.
-_TAKE_INSTANCE = _ARQ.update().where(
-    _is(_ARQ.c.instance_uuid), _UNCONFIRMED, _DUE).values(
-    instance_checked_at=sa.bindparam('v_checked_at'),
-    updated_at=_ARQ.c.updated_at)
-
-
-@db_api.retry_on_deadlock
-@db_api.writer
-def take_unconfirmed(context, bound_before, checked_before, limit):
-    """Up to ``limit`` instances with ARQs bound (or failed) before
-    ``bound_before`` that Nova has not shown past their build, and that
-    no conductor asked Nova about since ``checked_before``: the least
-    recently asked first. They are marked as asked now, each with a
-    conditional UPDATE, so two conductors never take the same one."""
-    due = [row.instance_uuid for row in _run(
-        context, _DUE_INSTANCES, b_bound_before=bound_before,
-        b_checked_before=checked_before, b_limit=limit)]
-    now = timeutils.utcnow()
-    return [instance for instance in due
-            if _run(context, _TAKE_INSTANCE, b_instance_uuid=instance,
-                    b_checked_before=checked_before,
-                    v_checked_at=now).rowcount]
-
-
-_CONFIRM = _ARQ.update().where(_in(_ARQ.c.instance_uuid), _UNCONFIRMED).values(
-    instance_confirmed=True, updated_at=_ARQ.c.updated_at)
-
-
-@db_api.retry_on_deadlock
-@db_api.writer
-def confirm_instances(context, instance_uuids):
-    """Nova showed ``instance_uuids`` past their build: their ARQs are
-    never asked about again."""
-    if instance_uuids:
-        _run(context, _CONFIRM, b_instance_uuids=sorted(instance_uuids))
-
-
-_UNCONFIRMED_OF = sa.select(_ARQ.c.id).where(
-    _is(_ARQ.c.instance_uuid), _UNCONFIRMED).with_for_update()
-
-
-@db_api.retry_on_deadlock
-@db_api.writer
-def delete_unconfirmed(context, instance_uuid):
-    """Delete the unconfirmed Bound and BindFailed ARQs of
-    ``instance_uuid``, which Nova no longer has, releasing their attach
-    handles as a DELETE does; returns their views. ARQs that changed
-    meanwhile (unbound, rebound, confirmed, deleted) are left alone."""
-    ids = [row.id for row in _run(context, _UNCONFIRMED_OF,
-                                  b_instance_uuid=instance_uuid)]
-    if not ids:
-        return []
+def delete_ids(context, ids):
+    """Delete the ARQs ``ids`` in the caller's transaction (of a
+    ``db_api.writer``), releasing their attach handles as a DELETE does;
+    returns their views."""
     views = [_view(row) for row in _run(context, _views('ids'), b_ids=ids)]
-    _release(context, [view.attach_handle_id for view in views])
-    _run(context, _DELETE, b_ids=ids)
+    _remove(context, views)
     return views

@@ -10,6 +10,7 @@ from oslo_utils import uuidutils
 from cyborg.common import states
 from cyborg.db import accelerator_requests as db_arqs
 from cyborg.db import api as db_api
+from cyborg.db import arq_instances
 from cyborg.db import models
 from cyborg.tests.functional.api import base
 from cyborg.tests.functional.api import test_accelerator_requests as arqs
@@ -102,18 +103,19 @@ class _NovaEventsTests(arqs.ARQSetup):
             None, self.conf.host, lambda arq, _handle: arq.uuid == first[
                 'uuid'])
         self.assertEqual([second['uuid']], [c.arq.uuid for c in claims])
-        self.assertEqual({}, db_arqs.unnotified(self.context))
-        self.assertEqual({}, db_arqs.unnotified(self.context, [instance]))
+        self.assertEqual({}, arq_instances.unnotified(self.context))
+        self.assertEqual({}, arq_instances.unnotified(self.context,
+                                                      [instance]))
         self.assertEqual([], db_arqs.finish_binds(
             self.context, [second['uuid']], []))
         expected = {instance: {first['uuid']: states.BOUND,
                                second['uuid']: states.BOUND}}
-        self.assertEqual(expected, db_arqs.unnotified(self.context))
-        self.assertEqual(expected, db_arqs.unnotified(self.context,
+        self.assertEqual(expected, arq_instances.unnotified(self.context))
+        self.assertEqual(expected, arq_instances.unnotified(self.context,
                                                       [instance]))
         self.conductor.binding.events.send_pending()
         self.assertEqual(2, len(self.nova.events_of(instance)))
-        self.assertEqual({}, db_arqs.unnotified(self.context))
+        self.assertEqual({}, arq_instances.unnotified(self.context))
 
     def test_marking_leaves_the_arqs_told_before_untouched(self):
         instance, told = self.boot()
@@ -124,7 +126,7 @@ class _NovaEventsTests(arqs.ARQSetup):
                 ARQ.uuid == told).scalar()
         # The events of an instance name all its ARQs; marking them
         # again writes nothing.
-        db_arqs.mark_notified(self.context, [told])
+        arq_instances.mark_notified(self.context, [told])
         with db_api.reader.using(self.context) as session:
             self.assertEqual(before, session.query(ARQ.updated_at).filter(
                 ARQ.uuid == told).scalar())

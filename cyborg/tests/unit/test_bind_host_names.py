@@ -4,7 +4,7 @@ sends nova-compute's ``[DEFAULT] host``, which need not be the agent's
 
 import testtools
 
-from cyborg.db import accelerator_requests as db_arqs
+from cyborg.common import hostnames
 
 SHORT = 'cmp-1'
 FQDN = 'cmp-1.example.org'
@@ -14,7 +14,7 @@ def refusal(name, host, others=()):
     """``bind_host_refusal`` of ``name`` for a device of ``host``, with
     no provider names, when the hosts ``others`` are known too."""
     known = dict.fromkeys((host,) + tuple(others))
-    return db_arqs.bind_host_refusal(name, host, known)
+    return hostnames.bind_host_refusal(name, host, known)
 
 
 class AcceptedNamesTest(testtools.TestCase):
@@ -25,13 +25,13 @@ class AcceptedNamesTest(testtools.TestCase):
     def test_the_agents_provider_name(self):
         # nova-compute's host is the FQDN, the agent's the short name,
         # [agent] resource_provider_name the FQDN (Nova's node name).
-        self.assertIsNone(db_arqs.bind_host_refusal(
+        self.assertIsNone(hostnames.bind_host_refusal(
             FQDN, SHORT, {SHORT: FQDN}))
 
     def test_a_short_provider_name(self):
         # The reverse: the agent's host is the FQDN, Nova's the short
         # name, which is also its node name.
-        self.assertIsNone(db_arqs.bind_host_refusal(
+        self.assertIsNone(hostnames.bind_host_refusal(
             SHORT, FQDN, {FQDN: SHORT}))
 
     def test_the_fqdn_of_a_short_agent_host(self):
@@ -41,12 +41,12 @@ class AcceptedNamesTest(testtools.TestCase):
         self.assertIsNone(refusal(SHORT, FQDN))
 
     def test_the_short_form_of_the_provider_name(self):
-        self.assertIsNone(db_arqs.bind_host_refusal(
+        self.assertIsNone(hostnames.bind_host_refusal(
             SHORT, 'node-7', {'node-7': FQDN}))
 
     def test_a_provider_name_other_hosts_share(self):
         # Agents of one machine share its default provider name.
-        self.assertIsNone(db_arqs.bind_host_refusal(
+        self.assertIsNone(hostnames.bind_host_refusal(
             FQDN, 'agent-a', {'agent-a': FQDN, 'agent-b': FQDN}))
 
 
@@ -64,8 +64,9 @@ class RefusedNamesTest(testtools.TestCase):
 
     def test_another_hosts_name_that_is_also_our_short_form(self):
         # 'cmp-1' is an agent of its own, whatever the FQDN of ours.
-        self.assertEqual('; cmp-1 is another host', db_arqs.bind_host_refusal(
-            SHORT, 'agent-a', {'agent-a': FQDN, SHORT: None}))
+        self.assertEqual('; cmp-1 is another host',
+                         hostnames.bind_host_refusal(
+                             SHORT, 'agent-a', {'agent-a': FQDN, SHORT: None}))
 
     def test_a_short_name_of_two_hosts(self):
         self.assertEqual(
@@ -75,7 +76,7 @@ class RefusedNamesTest(testtools.TestCase):
     def test_a_short_form_of_another_hosts_provider_name(self):
         self.assertEqual(
             '; cmp-1.example.org may also name host node-9',
-            db_arqs.bind_host_refusal(
+            hostnames.bind_host_refusal(
                 FQDN, SHORT, {SHORT: None, 'node-9': FQDN}))
 
     def test_an_ip_address_has_no_short_form(self):
@@ -86,11 +87,11 @@ class RefusedNamesTest(testtools.TestCase):
 class NamesTest(testtools.TestCase):
 
     def test_short_name(self):
-        self.assertEqual(SHORT, db_arqs.short_name(FQDN))
-        self.assertIsNone(db_arqs.short_name(SHORT))
-        self.assertIsNone(db_arqs.short_name('192.0.2.1'))
+        self.assertEqual(SHORT, hostnames.short_name(FQDN))
+        self.assertIsNone(hostnames.short_name(SHORT))
+        self.assertIsNone(hostnames.short_name('192.0.2.1'))
 
     def test_host_names(self):
-        self.assertEqual([SHORT, FQDN], db_arqs.host_names(SHORT, FQDN))
-        self.assertEqual([SHORT], db_arqs.host_names(SHORT, SHORT))
-        self.assertEqual([SHORT], db_arqs.host_names(SHORT, None))
+        self.assertEqual([SHORT, FQDN], hostnames.host_names(SHORT, FQDN))
+        self.assertEqual([SHORT], hostnames.host_names(SHORT, SHORT))
+        self.assertEqual([SHORT], hostnames.host_names(SHORT, None))

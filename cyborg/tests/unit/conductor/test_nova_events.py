@@ -22,7 +22,7 @@ class SendBatchTest(base.TestCase):
         self.marked = self.patch_db('mark_notified', None)
 
     def patch_db(self, name, value):
-        patcher = mock.patch.object(nova_events.db_arqs, name,
+        patcher = mock.patch.object(nova_events.arq_instances, name,
                                     return_value=value)
         self.addCleanup(patcher.stop)
         return patcher.start()
