@@ -4,7 +4,9 @@ largest ``.py`` file under ``cyborg/`` outside ``cyborg/tests/``). A
 script that grows past it is split: what several scripts share goes to a
 module of ``tools/bench/``, simulation to :mod:`cyborg.sim`. (That
 ``tools/`` reaches nothing outside the repository is
-``test_outside_paths``.)"""
+``test_outside_paths``.) The service's own source files stay under the
+house limit of STYLE.md, about 800 lines: a module that grows past it is
+split where its parts have separate concerns."""
 
 import os
 
@@ -13,6 +15,8 @@ import testtools
 from cyborg.tests.unit import test_hygiene
 
 TOP = test_hygiene.TOP
+#: The most lines a source file of the service may have.
+SOURCE_LIMIT = 800
 
 
 def line_count(path):
@@ -59,6 +63,14 @@ class ToolsSizeTest(testtools.TestCase):
         self.assertEqual([], too_long(limit),
                          'files of tools/ longer than %s (%d lines)'
                          % (source, limit))
+
+    def test_no_source_file_is_over_the_house_limit(self):
+        over = ['%s: %d' % (path, line_count(os.path.join(TOP, path)))
+                for path in sorted(files_under(os.path.join(TOP, 'cyborg'),
+                                               is_service_source))
+                if line_count(os.path.join(TOP, path)) > SOURCE_LIMIT]
+        self.assertEqual([], over, 'source files over %d lines: split them'
+                         % SOURCE_LIMIT)
 
     def test_what_counts(self):
         limit, source = largest_source()
