@@ -43,10 +43,13 @@ def metrics_config(state_dir, name, port):
 def aio_config(state_dir, nova, db_url, metrics_port):
     """The all-in-one's config file: the benchmark's Nova, a compute
     node provider of its own (this Nova makes none), a server's database
-    if asked, its metrics on ``metrics_port``. The file's path."""
-    lines = ['[aio]', 'compute_node_provider = cyborg', '[metrics]']
-    lines += ['%s = %s' % item
-              for item in scrape.metrics_options(metrics_port).items()]
+    if asked, its metrics on ``metrics_port`` (None: metrics off). The
+    file's path."""
+    lines = ['[aio]', 'compute_node_provider = cyborg']
+    if metrics_port:
+        lines += ['[metrics]'] + [
+            '%s = %s' % item
+            for item in scrape.metrics_options(metrics_port).items()]
     if nova is not None:
         lines += ['[nova]', 'auth_type = admin_token',
                   'endpoint = %s' % nova.endpoint, 'token = nova-token']
@@ -78,7 +81,8 @@ def start_aio(args, nova, state_dir):
     """``cyborg-aio`` as the README starts it, in its own process, and
     what a server process would have said once its agent's device is in
     Placement. Its log goes to ``aio.log`` in ``state_dir``."""
-    port, metrics_port = benchlib.free_port(), benchlib.free_port()
+    port = benchlib.free_port()
+    metrics_port = benchlib.free_port() if args.metrics else None
     command = [sys.executable, '-m', 'cyborg.cmd.aio', '--port', str(port),
                '--state-dir', state_dir, '--config-file',
                aio_config(state_dir, nova, args.db_url, metrics_port)]
@@ -100,7 +104,7 @@ def start_aio(args, nova, state_dir):
                          % AIO_START_S)
     database = (args.db_url or 'sqlite').split(':')[0].split('+')[0]
     return server, dict(ready, pid=server.pid, database=database, metrics={
-        'aio': 'http://127.0.0.1:%d' % metrics_port})
+        'aio': 'http://127.0.0.1:%d' % metrics_port} if metrics_port else {})
 
 
 #: The split daemons' host: its agent's, its compute node provider's.
@@ -229,11 +233,13 @@ def start_split(args, nova, state_dir, daemons):
     deadline = time.monotonic() + AIO_START_S
     metrics = {}
     for name in ('conductor', 'agent', 'api'):
-        metrics_port = benchlib.free_port()
-        metrics[name] = 'http://127.0.0.1:%d' % metrics_port
-        daemons.start(name, ['-m', 'cyborg.cmd.%s' % name, '--config-file',
-                             conf, '--config-file',
-                             metrics_config(state_dir, name, metrics_port)])
+        argv = ['-m', 'cyborg.cmd.%s' % name, '--config-file', conf]
+        if args.metrics:
+            metrics_port = benchlib.free_port()
+            metrics[name] = 'http://127.0.0.1:%d' % metrics_port
+            argv += ['--config-file',
+                     metrics_config(state_dir, name, metrics_port)]
+        daemons.start(name, argv)
         if name == 'conductor':
             # Its queue exists once it started: the broker drops what
             # is sent to a topic before.

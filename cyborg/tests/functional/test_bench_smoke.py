@@ -37,6 +37,7 @@ SMOKE_TESTS = {
     'heartbeats': 'test_benchmarks.HeartbeatBenchmarkTest',
     'idle': 'test_bench_smoke.IdleBenchmarkTest',
     'lists': 'test_bench_smoke.ListsBenchmarkTest',
+    'metrics_cost': 'test_bench_smoke.MetricsCostBenchmarkTest',
     'placement_costs': 'test_benchmarks.PlacementCostsBenchmarkTest',
     'report_storm': 'test_benchmarks.ReportStormBenchmarkTest',
     'scale': 'test_bench_scale.SmallRunTest',
@@ -118,6 +119,26 @@ class ListsBenchmarkTest(testtools.TestCase):
         self.assertGreater(ours['hardware']['items'], 0)
         self.assertTrue(ours['order_by'])
         self.assertNotIn('upstream', numbers)
+
+
+class MetricsCostBenchmarkTest(testtools.TestCase):
+
+    def test_small_run_each_way(self):
+        # One round each way of the in-process stack on SQLite: the runs
+        # with metrics off really have none (no statement counts).
+        numbers = run_bench(self, 'metrics_cost', '--rounds', '1',
+                            '--server', 'in-process', '--deployables', '4',
+                            '--cycles', '4', '--concurrency', '2')
+        self.assertEqual((1, 'in-process'), (numbers['rounds'],
+                                              numbers['server']))
+        self.assertEqual([None], numbers['off']['statements_per_boot'])
+        [counted] = numbers['on']['statements_per_boot']
+        self.assertGreater(counted, 0)
+        for way in ('on', 'off'):
+            self.assertGreater(numbers[way]['p50_ms'], 0, way)
+            self.assertGreater(numbers[way]['boots_per_s'], 0, way)
+        self.assertEqual({'p50_pct', 'boots_per_s_pct'},
+                         set(numbers['cost']))
 
 
 class UpstreamStormTest(testtools.TestCase):
