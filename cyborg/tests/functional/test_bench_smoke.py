@@ -137,7 +137,8 @@ class MetricsCostBenchmarkTest(testtools.TestCase):
         for way in ('on', 'off'):
             self.assertGreater(numbers[way]['p50_ms'], 0, way)
             self.assertGreater(numbers[way]['boots_per_s'], 0, way)
-        self.assertEqual({'p50_pct', 'boots_per_s_pct'},
+            self.assertGreater(numbers[way]['cpu_ms_per_boot'], 0, way)
+        self.assertEqual({'p50_pct', 'boots_per_s_pct', 'cpu_per_boot_pct'},
                          set(numbers['cost']))
 
 
