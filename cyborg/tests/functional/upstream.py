@@ -4,9 +4,10 @@ Each release the tests use has a requirements file in
 ``tools/lib/upstream-cyborg/``; its virtualenv is made once, as
 ``tools/nova-e2e`` makes Nova's, under ``$CYBORG_UPSTREAM_CACHE``
 (default ``~/.cache/cyborg-upstream``) in a directory keyed on a hash of
-that file, and reused by every later run. When it cannot be made (PyPI
-unreachable, say) the tests are skipped with the reason, or fail under
-``CYBORG_TEST_REQUIRE_SERVICES``.
+that file, and reused by every later run (``cached_venv``, which
+``test_cyborgclient.py`` uses for OpenStack 2026.1's clients too). When
+it cannot be made (PyPI unreachable, say) the tests are skipped with the
+reason, or fail under ``CYBORG_TEST_REQUIRE_SERVICES``.
 
 ``Database`` is one upstream database on a shared server: created with a
 unique name, given upstream's schema by upstream's own ``cyborg-dbsync``
@@ -51,7 +52,8 @@ def _env():
     return env
 
 
-#: release: the Unavailable its virtualenv raised in this process.
+#: path: the Unavailable making the virtualenv there raised in this
+#: process.
 _FAILED = {}
 
 
@@ -68,23 +70,40 @@ def prepare(release):
 
 def venv(release):
     """The bin directory of the virtualenv of upstream ``release``, made
-    if there is none yet (once: concurrent callers wait for the first).
-    A release that could not be made raises its Unavailable again, without
-    trying twice in one process."""
-    if release in _FAILED:
-        raise _FAILED[release]
+    if there is none yet (see ``cached_venv``)."""
+    requirements = os.path.join(REQUIREMENTS, 'requirements-%s.txt' % release)
+    return cached_venv('venv-%s' % release, [requirements],
+                       ['-r', requirements], 'upstream Cyborg from %s'
+                       % os.path.basename(requirements))
+
+
+def cached_venv(name, inputs, pip_args, what, key=()):
+    """The bin directory of a virtualenv under ``CACHE`` made with ``pip
+    install pip_args``, named ``name`` and a hash of the contents of the
+    files ``inputs`` and of the strings ``key`` (what of ``pip_args``
+    is not in those files: package names, say; not the files' paths,
+    which differ between clones), so that a change to either makes a
+    new one. Made once: concurrent callers, in other processes too, wait
+    for the first; later calls find it made. One that could not be made
+    raises its Unavailable (``what`` names what is installed) again,
+    without trying twice in one process."""
+    digest = hashlib.sha256()
+    for input_file in inputs:
+        with open(input_file, 'rb') as f:
+            digest.update(f.read())
+    if key:
+        digest.update(json.dumps(list(key)).encode())
+    path = os.path.join(CACHE, '%s-%s' % (name, digest.hexdigest()[:16]))
+    if path in _FAILED:
+        raise _FAILED[path]
     try:
-        return _venv(release)
+        return _make(path, pip_args, what)
     except Unavailable as e:
-        _FAILED[release] = e
+        _FAILED[path] = e
         raise
 
 
-def _venv(release):
-    requirements = os.path.join(REQUIREMENTS, 'requirements-%s.txt' % release)
-    with open(requirements, 'rb') as f:
-        digest = hashlib.sha256(f.read()).hexdigest()[:16]
-    path = os.path.join(CACHE, 'venv-%s-%s' % (release, digest))
+def _make(path, pip_args, what):
     stamp = os.path.join(path, '.installed')
     if os.path.exists(stamp):
         return os.path.join(path, 'bin')
@@ -92,28 +111,26 @@ def _venv(release):
     with open(path + '.lock', 'w') as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not os.path.exists(stamp):
-            _install(path, requirements)
+            _install(path, pip_args, what)
             with open(stamp, 'w'):
                 pass
     return os.path.join(path, 'bin')
 
 
-def _install(path, requirements):
+def _install(path, pip_args, what):
     for argv in (['python3', '-m', 'venv', '--clear', path],
                  [os.path.join(path, 'bin', 'python'), '-m', 'pip',
-                  'install', '-qq', '-r', requirements]):
+                  'install', '-qq'] + list(pip_args)):
         try:
             done = subprocess.run(argv, capture_output=True, text=True,
                                   timeout=INSTALL_TIMEOUT, env=_env())
         except subprocess.TimeoutExpired as e:
-            raise Unavailable('installing upstream Cyborg took over %d s'
-                              % INSTALL_TIMEOUT) from e
+            raise Unavailable('installing %s took over %d s'
+                              % (what, INSTALL_TIMEOUT)) from e
         if done.returncode:
             tail = (done.stderr or done.stdout).strip().splitlines()[-1:]
-            raise Unavailable('cannot install upstream Cyborg from %s (is '
-                              'PyPI reachable?): %s'
-                              % (os.path.basename(requirements),
-                                 ' '.join(tail)))
+            raise Unavailable('cannot install %s (is PyPI reachable?): %s'
+                              % (what, ' '.join(tail)))
 
 
 def _run(argv, what):

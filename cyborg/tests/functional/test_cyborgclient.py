@@ -1,0 +1,414 @@
+"""python-cyborgclient's ``openstack accelerator`` commands, as an
+operator of OpenStack 2026.1 has them: python-openstackclient and
+python-cyborgclient installed with the 2026.1 upper-constraints
+(``tools/lib/constraints/upper-constraints-2026.1.txt``: 9.0.0 and
+2.7.0) into a virtualenv of their own. python-openstackclient 9 has no
+accelerator commands, so its ``openstack`` runs python-cyborgclient's,
+which ``test_osc.py`` cannot reach: the test virtualenv has
+python-openstackclient 10, which ignores them.
+
+The virtualenv is made once per machine, under ``upstream.CACHE`` in a
+directory keyed on the constraints file (``upstream.cached_venv``), in
+``setUpClass``; without PyPI the test is skipped, or fails under
+``CYBORG_TEST_REQUIRE_SERVICES``.
+
+Every command python-cyborgclient registers there (read from that
+virtualenv's entry points) runs as users run it: that ``openstack``, in
+a subprocess, ``--os-cloud`` from ``clients.AllInOne``'s ``clouds.yaml``,
+at the client's default microversion, with the role that would run it;
+each step checks what the API then holds. A command no step runs fails
+the test. Three commands of 2.7.0 fail in the client itself, before
+any request: the test expects exactly that failure (see ``BROKEN``).
+"""
+
+import json
+import os
+import subprocess
+import time
+
+import fixtures
+import testtools
+
+from cyborg.tests import services
+from cyborg.tests.functional import clients
+from cyborg.tests.functional import upstream
+
+GROUP = clients.GROUP
+GROUP_NAME = 'openstack.accelerator.v2'
+CONSTRAINTS = os.path.join(upstream.TOP, 'tools', 'lib', 'constraints',
+                           'upper-constraints-2026.1.txt')
+PACKAGES = ('python-openstackclient', 'python-cyborgclient')
+POLICY = 'Policy does not allow'
+INSTANCE = '2c4e6a8b-1d3f-4b5a-9c7e-0f2d4b6a8c1e'
+
+#: Every command python-cyborgclient registers, with the step that runs
+#: it.
+COVERED = {
+    'accelerator device profile create': 'device_profiles',
+    'accelerator device profile list': 'device_profiles',
+    'accelerator device profile show': 'device_profiles',
+    'accelerator device profile delete': 'test_every_command',
+    'accelerator deployable list': 'deployables',
+    'accelerator deployable show': 'deployables',
+    'accelerator deployable program': 'deployables',
+    'accelerator device list': 'devices',
+    'accelerator device show': 'devices',
+    'accelerator device disable': 'devices',
+    'accelerator device enable': 'devices',
+    'accelerator device attribute list': 'attributes',
+    'accelerator device attribute create': 'attributes',
+    'accelerator device attribute show': 'attributes',
+    'accelerator device attribute delete': 'attributes',
+    'accelerator arq create': 'accelerator_requests',
+    'accelerator arq list': 'accelerator_requests',
+    'accelerator arq show': 'accelerator_requests',
+    'accelerator arq bind': 'bind_and_unbind',
+    'accelerator arq unbind': 'bind_and_unbind',
+    'accelerator arq delete': 'accelerator_requests',
+}
+
+#: The commands python-cyborgclient 2.7.0 cannot run: each calls a
+#: method of openstacksdk's accelerator proxy that the openstacksdk it
+#: is installed with (4.10.0 in 2026.1) does not have, so it ends on an
+#: AttributeError before it sends anything. That is the client's bug,
+#: not the API's: ``describe`` below reads the client's source and the
+#: SDK's proxy in the virtualenv and the test checks both. When a client
+#: release fixes one, its entry here fails the test: run it for real.
+BROKEN = {
+    'accelerator deployable program': 'program',
+    'accelerator device enable': 'enable_device',
+    'accelerator device disable': 'disable_device',
+}
+
+#: Run by the virtualenv's Python: the commands of GROUP_NAME by the
+#: distribution that registers them, the names of the public methods of
+#: openstacksdk's accelerator proxy, the proxy methods each command's
+#: class calls (``acc_client.<name>(``, in its own source: the helpers
+#: it calls are not followed) and the versions of the distributions
+#: named.
+_INSPECT = r'''
+import inspect, json, re, sys
+from importlib import import_module, metadata
+from openstack.accelerator.v2 import _proxy
+commands, calls = {}, {}
+for point in metadata.entry_points(group=sys.argv[1]):
+    name = point.name.replace('_', ' ')
+    commands.setdefault(point.dist.name, []).append(name)
+    module, _, attr = point.value.partition(':')
+    source = inspect.getsource(getattr(import_module(module), attr))
+    calls[name] = sorted(set(re.findall(r'acc_client\.(\w+)\(', source)))
+print(json.dumps({
+    'commands': commands, 'calls': calls,
+    'proxy': sorted(n for n in dir(_proxy.Proxy) if not n.startswith('_')),
+    'versions': {d: metadata.version(d) for d in sys.argv[2:]}}))
+'''
+
+
+def client_venv():
+    """The bin directory of the 2026.1 clients' virtualenv, made if
+    there is none yet; ``upstream.Unavailable`` when it cannot be."""
+    return upstream.cached_venv(
+        'clients-2026.1', [CONSTRAINTS],
+        ['-c', CONSTRAINTS] + list(PACKAGES),
+        'python-openstackclient and python-cyborgclient with %s'
+        % os.path.basename(CONSTRAINTS), key=PACKAGES)
+
+
+def pins(*names):
+    """The versions CONSTRAINTS pins ``names`` to."""
+    found = {}
+    with open(CONSTRAINTS) as f:
+        for line in f:
+            name, _, version = line.strip().partition('===')
+            if name in names:
+                found[name] = version.split(';')[0]
+    return found
+
+
+def describe(bin_dir, cwd):
+    """What ``_INSPECT`` says of the virtualenv ``bin_dir``."""
+    done = subprocess.run(
+        [os.path.join(bin_dir, 'python'), '-c', _INSPECT, GROUP_NAME,
+         'openstacksdk'] + list(PACKAGES), capture_output=True, text=True,
+        timeout=120, env=upstream._env(), cwd=cwd)
+    if done.returncode:
+        raise AssertionError('inspecting the clients failed:\n' + done.stderr)
+    return json.loads(done.stdout)
+
+
+class Failed(Exception):
+    def __init__(self, command):
+        super().__init__('%s: exit %d\n%s' % (
+            ' '.join(command.args), command.returncode, command.stderr))
+        self.stderr = command.stderr
+
+
+class _Commands:
+    """The steps; a test class per microversion mixes them in."""
+
+    #: The microversion given with --os-accelerator-api-version, if any.
+    version = None
+    #: Whether to check what each role may not do too. It does not
+    #: depend on the microversion: one class does it.
+    refusals = False
+    #: Whether the list commands run with ``--long`` (more columns, the
+    #: same request).
+    long = False
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # The first run on a machine installs the clients from PyPI:
+        # here, not inside the test.
+        cls.bin_dir = cls.unavailable = None
+        try:
+            cls.bin_dir = client_venv()
+        except upstream.Unavailable as e:
+            cls.unavailable = str(e)
+
+    def setUp(self):
+        super().setUp()
+        if self.unavailable:
+            services.unavailable(self, self.unavailable)
+        home = self.useFixture(fixtures.TempDir()).path
+        self.found = describe(self.bin_dir, home)
+        self.aio = self.useFixture(clients.AllInOne(self))
+        self.ran = set()
+        self.env = {'HOME': home, 'PATH': os.environ.get('PATH', ''),
+                    'OS_CLIENT_CONFIG_FILE': self.aio.clouds_yaml}
+
+    def osc(self, cloud, command, *args, json_output=True):
+        """The virtualenv's ``openstack --os-cloud <cloud> accelerator
+        <command> <args>``; its JSON output (or text), or ``Failed``
+        raised."""
+        argv = [os.path.join(self.bin_dir, 'openstack'), '--os-cloud',
+                cloud]
+        if self.version:
+            argv += ['--os-accelerator-api-version', self.version]
+        argv += ['accelerator'] + command.split() + list(args)
+        if json_output:
+            argv += ['-f', 'json']
+        done = subprocess.run(argv, env=self.env, capture_output=True,
+                              text=True, timeout=120, cwd=self.env['HOME'])
+        if done.returncode:
+            raise Failed(done)
+        self.ran.add('accelerator ' + command)
+        return json.loads(done.stdout) if json_output else done.stdout
+
+    def listing(self, cloud, command):
+        """A list command's rows, with ``--long`` where the class says."""
+        return self.osc(cloud, command, *(('--long',) if self.long else ()))
+
+    def assert_long(self, held, row, *columns):
+        """With ``--long``, ``row`` shows ``columns`` as the API holds
+        them."""
+        if self.long:
+            self.assertEqual({c: held[c] for c in columns},
+                             {c: row[c] for c in columns})
+
+    def assert_refused(self, reason, cloud, command, *args, **kwargs):
+        """The command fails, and says ``reason``."""
+        error = self.assertRaises(Failed, self.osc, cloud, command, *args,
+                                  **kwargs)
+        self.assertIn(reason, error.stderr)
+
+    def assert_broken(self, cloud, command, *args):
+        """The command fails in python-cyborgclient itself, as ``BROKEN``
+        says."""
+        self.assert_refused("'Proxy' object has no attribute '%s'"
+                            % BROKEN['accelerator ' + command], cloud,
+                            command, *args, json_output=False)
+        self.ran.add('accelerator ' + command)
+
+    def get(self, path, version=None):
+        found = self.aio.api('GET', path, version)
+        return found.json() if found.status_code == 200 else (
+            found.status_code)
+
+    def test_every_command(self):
+        # python-openstackclient 9.0.0, python-cyborgclient 2.7.0 and
+        # openstacksdk 4.10.0.
+        self.assertEqual(pins('openstacksdk', *PACKAGES),
+                         self.found['versions'])
+        # Only python-cyborgclient registers accelerator commands, so
+        # they are what ``openstack`` runs.
+        self.assertEqual(['python-cyborgclient'],
+                         list(self.found['commands']))
+        self.assertEqual(set(COVERED), set(
+            self.found['commands']['python-cyborgclient']),
+            'commands of python-cyborgclient the table lacks')
+        # Each broken command calls a method the SDK's proxy lacks; the
+        # others call only methods it has.
+        proxy = set(self.found['proxy'])
+        for name, calls in self.found['calls'].items():
+            missing = sorted(set(calls) - proxy)
+            self.assertEqual([BROKEN[name]] if name in BROKEN else [],
+                             missing, name)
+        uuid = self.device_profiles()
+        self.hardware()
+        self.accelerator_requests()
+        self.osc('admin', 'device profile delete', uuid, json_output=False)
+        self.assertEqual(404, self.get('/v2/device_profiles/' + uuid))
+        self.assertEqual(set(COVERED), self.ran,
+                         'commands of python-cyborgclient no step runs')
+
+    def device_profiles(self):
+        # The groups are one JSON argument, not OSC 10's --group.
+        made = self.osc('admin', 'device profile create', 'cc-dp',
+                        json.dumps([GROUP]), '--description',
+                        'made by python-cyborgclient')
+        held = self.get('/v2/device_profiles/' + made['uuid'])[
+            'device_profile']
+        self.assertEqual(('cc-dp', [GROUP], 'made by python-cyborgclient'),
+                         (held['name'], held['groups'], held['description']))
+        [row] = [p for p in self.listing('member', 'device profile list')
+                 if p['uuid'] == made['uuid']]
+        self.assert_long(held, row, 'created_at', 'updated_at')
+        self.assertEqual([GROUP], self.osc(
+            'member', 'device profile show', made['uuid'])['groups'])
+        if self.version == '2.0':
+            # By name from 2.2, as upstream.
+            self.assert_refused('needs microversion 2.2', 'member',
+                                'device profile show', 'cc-dp')
+        else:
+            # The client's default microversion is 2.3.
+            self.assertEqual(made['uuid'], self.osc(
+                'member', 'device profile show', 'cc-dp')['uuid'])
+        if self.refusals:
+            self.assert_refused(POLICY, 'member', 'device profile create',
+                                'x', json.dumps([{'resources:FPGA': '1'}]))
+            self.assertEqual([], self.get('/v2/device_profiles?name=x')[
+                'device_profiles'])
+        return made['uuid']
+
+    def hardware(self):
+        self.deployables()
+        self.devices()
+        self.attributes()
+
+    def deployables(self):
+        [expected] = self.aio.deployables
+        [listed] = self.listing('admin', 'deployable list')
+        self.assertEqual((expected['uuid'], expected['name']),
+                         (listed['uuid'], listed['name']))
+        self.assert_long(expected, listed, 'num_accelerators', 'device_id',
+                         'parent_id', 'root_id', 'created_at')
+        self.assertEqual(expected['name'], self.osc(
+            'admin', 'deployable show', expected['uuid'])['name'])
+        path = '/v2/deployables/' + expected['uuid']
+        before = self.get(path)
+        self.assert_broken('admin', 'deployable program', expected['uuid'],
+                           self.aio.image['id'])
+        self.assertEqual(before, self.get(path))
+
+    def devices(self):
+        [device] = self.listing('admin', 'device list')
+        self.assertEqual(('FPGA', self.aio.hostname),
+                         (device['type'], device['hostname']))
+        path = '/v2/devices/' + device['uuid']
+        self.assert_long(self.get(path), device, 'vendor', 'model',
+                         'vendor_board_info', 'created_at')
+        shown = self.osc('admin', 'device show', device['uuid'])
+        # openstacksdk 4.10's Device has no status field: the column is
+        # empty even where the API sends it (from 2.3, the client's
+        # default).
+        self.assertEqual((device['uuid'], ''),
+                         (shown['uuid'], shown['status']))
+        self.assertEqual('enabled', self.get(path, '2.3')['status'])
+        if self.refusals:
+            self.assert_refused(POLICY, 'member', 'device show',
+                                device['uuid'])
+        self.assert_broken('admin', 'device disable', device['uuid'])
+        self.assertEqual('enabled', self.get(path, '2.3')['status'])
+        self.assert_broken('admin', 'device enable', device['uuid'])
+        self.assertEqual('enabled', self.get(path, '2.3')['status'])
+
+    def attributes(self):
+        listed = self.osc('admin', 'device attribute list')
+        deployable_id = listed[0]['deployable_id']
+        made = self.osc('admin', 'device attribute create',
+                        str(deployable_id), 'owner', 'team-a')
+        path = '/v2/attributes/' + made['uuid']
+        held = self.get(path)
+        self.assertEqual(('owner', 'team-a', deployable_id),
+                         (held['key'], held['value'], held['deployable_id']))
+        [row] = [a for a in self.listing('admin', 'device attribute list')
+                 if a['uuid'] == made['uuid']]
+        self.assert_long(held, row, 'key', 'value', 'created_at')
+        self.assertEqual('team-a', self.osc(
+            'admin', 'device attribute show', made['uuid'])['value'])
+        self.osc('admin', 'device attribute delete', made['uuid'],
+                 json_output=False)
+        self.assertEqual(404, self.get(path))
+
+    def wait_for_state(self, uuid, state, timeout=30):
+        path = '/v2/accelerator_requests/' + uuid
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            held = self.get(path)
+            if held['state'] == state:
+                return held
+            time.sleep(0.2)
+        self.fail('ARQ %s stayed %s, not %s' % (uuid, held['state'], state))
+
+    def accelerator_requests(self):
+        arq = self.osc('member', 'arq create', 'cc-dp')
+        path = '/v2/accelerator_requests/' + arq['uuid']
+        held = self.get(path)
+        self.assertEqual(('Initial', 'cc-dp', clients.PROJECT),
+                         (held['state'], held['device_profile_name'],
+                          held['project_id']))
+        self.assertIn(arq['uuid'], [a['uuid'] for a in self.osc(
+            'member', 'arq list')])
+        self.assertEqual('Initial', self.osc('member', 'arq show',
+                                             arq['uuid'])['state'])
+        if self.refusals:
+            self.assertNotIn(arq['uuid'], [a['uuid'] for a in self.osc(
+                'other', 'arq list')])
+        self.bind_and_unbind(arq['uuid'], path)
+        self.osc('member', 'arq delete', arq['uuid'], json_output=False)
+        self.assertEqual(404, self.get(path))
+
+    def bind_and_unbind(self, uuid, path):
+        """Nova's part: a member's token and a service token. The
+        client's ``arq bind`` takes the project too (and does not send
+        it)."""
+        bind = ('arq bind', uuid, self.aio.hostname, INSTANCE,
+                self.aio.deployables[0]['rp_uuid'], clients.PROJECT)
+        if self.refusals:
+            self.assert_refused('needs a service token', 'member', *bind)
+            self.assertEqual('Initial', self.get(path)['state'])
+        self.osc('nova', *bind)
+        bound = self.wait_for_state(uuid, 'Bound')
+        self.assertEqual((INSTANCE, self.aio.hostname),
+                         (bound['instance_uuid'], bound['hostname']))
+        if self.long:
+            [row] = self.listing('member', 'arq list')
+            self.assert_long(bound, row, 'hostname', 'device_rp_uuid',
+                             'instance_uuid', 'attach_handle_type',
+                             'attach_handle_info')
+        if self.refusals:
+            self.assert_refused('is Bound for instance %s; deleting it '
+                                'needs a service token' % INSTANCE,
+                                'member', 'arq delete', uuid,
+                                json_output=False)
+        self.osc('nova', 'arq unbind', uuid)
+        unbound = self.get(path)
+        self.assertEqual(('Unbound', None, None),
+                         (unbound['state'], unbound['instance_uuid'],
+                          unbound['hostname']))
+
+
+class DefaultMicroversionTest(_Commands, testtools.TestCase):
+    """At the microversion python-cyborgclient sends unless told: its
+    ``--os-accelerator-api-version`` defaults to 2.3."""
+
+    refusals = True
+
+
+class Microversion20Test(_Commands, testtools.TestCase):
+    """With ``--os-accelerator-api-version 2.0``, the microversion
+    python-openstackclient 10 sends unless told."""
+
+    version = '2.0'
+    long = True
