@@ -1,13 +1,14 @@
-"""python-cyborgclient's ``openstack accelerator`` commands, as an
-operator of OpenStack 2026.1 has them: python-openstackclient and
-python-cyborgclient installed with the 2026.1 upper-constraints
-(``tools/lib/constraints/upper-constraints-2026.1.txt``: 9.0.0 and
-2.7.0) into a virtualenv of their own. python-openstackclient 9 has no
-accelerator commands, so its ``openstack`` runs python-cyborgclient's,
-which ``test_osc.py`` cannot reach: the test virtualenv has
-python-openstackclient 10, which ignores them.
+"""python-cyborgclient's ``openstack accelerator`` commands, as the
+operators of each release of ``tools/lib/constraints/`` have them:
+python-openstackclient and python-cyborgclient installed with that
+release's upper-constraints into a virtualenv of their own (OpenStack
+2026.1: python-openstackclient 9.0.0, python-cyborgclient 2.7.0,
+openstacksdk 4.10.0; master of August 2026: 10.2.1, 2.8.0, 4.18.0).
+Neither python-openstackclient has accelerator commands of its own, so
+their ``openstack`` runs python-cyborgclient's. (``test_osc.py`` runs
+python-openstackclient's own, from the release that added them.)
 
-The virtualenv is made once per machine, under ``upstream.CACHE`` in a
+Each virtualenv is made once per machine, under ``upstream.CACHE`` in a
 directory keyed on the constraints file (``upstream.cached_venv``), in
 ``setUpClass``; without PyPI the test is skipped, or fails under
 ``CYBORG_TEST_REQUIRE_SERVICES``.
@@ -17,8 +18,9 @@ virtualenv's entry points) runs as users run it: that ``openstack``, in
 a subprocess, ``--os-cloud`` from ``clients.AllInOne``'s ``clouds.yaml``,
 at the client's default microversion, with the role that would run it;
 each step checks what the API then holds. A command no step runs fails
-the test. Three commands of 2.7.0 fail in the client itself, before
-any request: the test expects exactly that failure (see ``BROKEN``).
+the test. Three commands fail in the client itself (2.7.0 and 2.8.0
+alike), before any request: the test expects exactly that failure (see
+``BROKEN``).
 """
 
 import json
@@ -35,8 +37,11 @@ from cyborg.tests.functional import upstream
 
 GROUP = clients.GROUP
 GROUP_NAME = 'openstack.accelerator.v2'
-CONSTRAINTS = os.path.join(upstream.TOP, 'tools', 'lib', 'constraints',
-                           'upper-constraints-2026.1.txt')
+#: {release: its upper-constraints file}.
+CONSTRAINTS = {
+    release: os.path.join(upstream.TOP, 'tools', 'lib', 'constraints',
+                          'upper-constraints-%s.txt' % release)
+    for release in ('2026.1', 'master-2026-08')}
 PACKAGES = ('python-openstackclient', 'python-cyborgclient')
 POLICY = 'Policy does not allow'
 INSTANCE = '2c4e6a8b-1d3f-4b5a-9c7e-0f2d4b6a8c1e'
@@ -67,9 +72,10 @@ COVERED = {
     'accelerator arq delete': 'accelerator_requests',
 }
 
-#: The commands python-cyborgclient 2.7.0 cannot run: each calls a
-#: method of openstacksdk's accelerator proxy that the openstacksdk it
-#: is installed with (4.10.0 in 2026.1) does not have, so it ends on an
+#: The commands python-cyborgclient 2.7.0 and 2.8.0 cannot run: each
+#: calls a method of openstacksdk's accelerator proxy that the
+#: openstacksdk it is installed with (4.10.0 in 2026.1, 4.18.0 in
+#: master's constraints) does not have, so it ends on an
 #: AttributeError before it sends anything. That is the client's bug,
 #: not the API's: ``describe`` below reads the client's source and the
 #: SDK's proxy in the virtualenv and the test checks both. When a client
@@ -104,20 +110,22 @@ print(json.dumps({
 '''
 
 
-def client_venv():
-    """The bin directory of the 2026.1 clients' virtualenv, made if
-    there is none yet; ``upstream.Unavailable`` when it cannot be."""
+def client_venv(release):
+    """The bin directory of the virtualenv of ``release``'s clients,
+    made if there is none yet; ``upstream.Unavailable`` when it cannot
+    be."""
+    constraints = CONSTRAINTS[release]
     return upstream.cached_venv(
-        'clients-2026.1', [CONSTRAINTS],
-        ['-c', CONSTRAINTS] + list(PACKAGES),
+        'clients-' + release, [constraints],
+        ['-c', constraints] + list(PACKAGES),
         'python-openstackclient and python-cyborgclient with %s'
-        % os.path.basename(CONSTRAINTS), key=PACKAGES)
+        % os.path.basename(constraints), key=PACKAGES)
 
 
-def pins(*names):
-    """The versions CONSTRAINTS pins ``names`` to."""
+def pins(release, *names):
+    """The versions ``release``'s constraints pin ``names`` to."""
     found = {}
-    with open(CONSTRAINTS) as f:
+    with open(CONSTRAINTS[release]) as f:
         for line in f:
             name, _, version = line.strip().partition('===')
             if name in names:
@@ -144,8 +152,12 @@ class Failed(Exception):
 
 
 class _Commands:
-    """The steps; a test class per microversion mixes them in."""
+    """The steps; a test class per release and microversion mixes them
+    in."""
 
+    #: The release of tools/lib/constraints/ the clients are installed
+    #: with.
+    release = None
     #: The microversion given with --os-accelerator-api-version, if any.
     version = None
     #: Whether to check what each role may not do too. It does not
@@ -162,7 +174,7 @@ class _Commands:
         # here, not inside the test.
         cls.bin_dir = cls.unavailable = None
         try:
-            cls.bin_dir = client_venv()
+            cls.bin_dir = client_venv(cls.release)
         except upstream.Unavailable as e:
             cls.unavailable = str(e)
 
@@ -226,9 +238,9 @@ class _Commands:
             found.status_code)
 
     def test_every_command(self):
-        # python-openstackclient 9.0.0, python-cyborgclient 2.7.0 and
-        # openstacksdk 4.10.0.
-        self.assertEqual(pins('openstacksdk', *PACKAGES),
+        # The release's pins of python-openstackclient,
+        # python-cyborgclient and openstacksdk.
+        self.assertEqual(pins(self.release, 'openstacksdk', *PACKAGES),
                          self.found['versions'])
         # Only python-cyborgclient registers accelerator commands, so
         # they are what ``openstack`` runs.
@@ -309,9 +321,9 @@ class _Commands:
         self.assert_long(self.get(path), device, 'vendor', 'model',
                          'vendor_board_info', 'created_at')
         shown = self.osc('admin', 'device show', device['uuid'])
-        # openstacksdk 4.10's Device has no status field: the column is
-        # empty even where the API sends it (from 2.3, the client's
-        # default).
+        # openstacksdk's Device (4.10, 4.18) has no status field: the
+        # column is empty even where the API sends it (from 2.3, the
+        # client's default).
         self.assertEqual((device['uuid'], ''),
                          (shown['uuid'], shown['status']))
         self.assertEqual('enabled', self.get(path, '2.3')['status'])
@@ -400,15 +412,32 @@ class _Commands:
 
 
 class DefaultMicroversionTest(_Commands, testtools.TestCase):
-    """At the microversion python-cyborgclient sends unless told: its
-    ``--os-accelerator-api-version`` defaults to 2.3."""
+    """OpenStack 2026.1's clients, at the microversion python-cyborgclient
+    sends unless told: its ``--os-accelerator-api-version`` defaults to
+    2.3."""
 
+    release = '2026.1'
     refusals = True
 
 
 class Microversion20Test(_Commands, testtools.TestCase):
-    """With ``--os-accelerator-api-version 2.0``, the microversion
-    python-openstackclient 10 sends unless told."""
+    """OpenStack 2026.1's clients with ``--os-accelerator-api-version
+    2.0``, the microversion python-openstackclient 10 sends unless
+    told."""
 
+    release = '2026.1'
     version = '2.0'
     long = True
+
+
+class MasterDefaultMicroversionTest(DefaultMicroversionTest):
+    """The clients of master's constraints (August 2026), at the
+    client's default microversion."""
+
+    release = 'master-2026-08'
+
+
+class MasterMicroversion20Test(Microversion20Test):
+    """The clients of master's constraints (August 2026) at 2.0."""
+
+    release = 'master-2026-08'
