@@ -1,38 +1,45 @@
-"""The ``openstack accelerator`` commands, every one the installed
-python-openstackclient and python-cyborgclient register, run as users
-run them: the ``openstack`` program in a subprocess, ``--os-cloud`` from
-a ``clouds.yaml`` (see ``clients``), at the client's default
-microversion and at 2.3, with the role that would run each command.
-Each step checks what the API then holds, not only the exit code.
+"""python-openstackclient's own ``openstack accelerator`` commands,
+every one it and python-cyborgclient register, run as users run them:
+the ``openstack`` program in a subprocess, ``--os-cloud`` from a
+``clouds.yaml`` (see ``clients``), at the client's default microversion
+and at 2.3, with the role that would run each command. Each step checks
+what the API then holds, not only the exit code.
 
-python-openstackclient 10 ships these commands itself and ignores
-python-cyborgclient's (``openstackclient.shell.IGNORED_MODULES``), so
-``openstack`` runs python-openstackclient's; both register the same
-names, and a name no step runs fails the test. python-cyborgclient's
-own commands, which ``openstack`` runs with python-openstackclient 9
-(OpenStack 2026.1), are ``test_cyborgclient.py``'s.
+python-openstackclient ships these commands itself from 10.3 and then
+ignores python-cyborgclient's (``openstackclient.shell.IGNORED_MODULES``),
+so ``openstack`` runs python-openstackclient's; both register the same
+names, and a name no step runs fails the test. No release's
+upper-constraints in ``tools/lib/constraints/`` has such a
+python-openstackclient yet (master's of August 2026 pins 10.2.1), so
+the newest releases of the clients (``NEWEST``) are installed into a
+virtualenv of their own, made once per machine under ``upstream.CACHE``
+in ``setUpClass``; without PyPI the test is skipped, or fails under
+``CYBORG_TEST_REQUIRE_SERVICES``. (``test_cyborgclient.py`` runs
+python-cyborgclient's commands as each release's constraints install
+them.)
 """
 
 from concurrent import futures
-from importlib import metadata
 import json
 import os
 import subprocess
-import sys
 import time
 
-from cliff import commandmanager
 import fixtures
-from openstackclient import shell
 import testtools
 import yaml
 
+from cyborg.tests import services
 from cyborg.tests.functional import clients
+from cyborg.tests.functional import upstream
 
 GROUP = clients.GROUP
 #: The entry point group of the commands.
 GROUP_NAME = 'openstack.accelerator.v2'
-OPENSTACK = os.path.join(os.path.dirname(sys.executable), 'openstack')
+#: The newest releases of the clients, installed together (the other
+#: libraries at their newest too, as pip picks them).
+NEWEST = ('python-openstackclient==10.5.0', 'python-cyborgclient==3.0.0',
+          'openstacksdk==4.22.0')
 POLICY = 'Policy does not allow'
 INSTANCE = '7e5a9c1d-3b2f-4d6e-8a0c-9f1e2d3c4b5a'
 
@@ -62,24 +69,53 @@ COVERED = {
 }
 
 
-def registered_commands():
-    """The commands of the ``openstack.accelerator.v2`` entry points, by
-    the installed distribution that registers them."""
-    found = {}
-    for point in metadata.entry_points(group=GROUP_NAME):
-        found.setdefault(point.dist.name, set()).add(
-            point.name.replace('_', ' '))
-    return found
+#: Run by the virtualenv's Python: the commands of the group (argv[1])
+#: by the distribution that registers them, the module of the
+#: implementation ``openstack``'s command manager picks for each, and
+#: the versions of the distributions named after it.
+_INSPECT = r'''
+import json, sys
+from importlib import metadata
+from cliff import commandmanager
+from openstackclient import shell
+group = sys.argv[1]
+registered = {}
+for point in metadata.entry_points(group=group):
+    registered.setdefault(point.dist.name, []).append(
+        point.name.replace('_', ' '))
+manager = commandmanager.CommandManager(
+    'openstack.cli', ignored_modules=shell.IGNORED_MODULES)
+manager.add_command_group(group)
+names = sorted({name for names in registered.values() for name in names})
+print(json.dumps({
+    'registered': registered,
+    'implementations': {
+        name: manager.find_command(name.split())[0].__module__
+        for name in names},
+    'versions': {d: metadata.version(d) for d in sys.argv[2:]}}))
+'''
 
 
-def implementations():
-    """The module of each command that ``openstack`` runs, as its command
-    manager picks it."""
-    manager = commandmanager.CommandManager(
-        'openstack.cli', ignored_modules=shell.IGNORED_MODULES)
-    manager.add_command_group(GROUP_NAME)
-    return {name: manager.find_command(name.split())[0].__module__
-            for name in COVERED}
+def client_venv():
+    """The bin directory of the newest clients' virtualenv, made if
+    there is none yet; ``upstream.Unavailable`` when it cannot be."""
+    return upstream.cached_venv(
+        'clients-newest', [], list(NEWEST),
+        'the newest python-openstackclient, python-cyborgclient and '
+        'openstacksdk (%s)' % ', '.join(NEWEST), key=NEWEST)
+
+
+def describe(bin_dir, cwd):
+    """What ``_INSPECT`` says of the virtualenv ``bin_dir``."""
+    done = subprocess.run(
+        [os.path.join(bin_dir, 'python'), '-c', _INSPECT, GROUP_NAME] + [
+            pin.split('==')[0] for pin in NEWEST],
+        capture_output=True, text=True, timeout=120, env=upstream._env(),
+        cwd=cwd)
+    if done.returncode:
+        raise AssertionError('inspecting the clients failed:\n'
+                             + done.stderr)
+    return json.loads(done.stdout)
 
 
 class StandInCompute:
@@ -124,8 +160,21 @@ class _Commands:
     #: depend on the microversion: one class does it.
     refusals = False
 
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # The first run on a machine installs the clients from PyPI:
+        # here, not inside the test.
+        cls.bin_dir = cls.unavailable = None
+        try:
+            cls.bin_dir = client_venv()
+        except upstream.Unavailable as e:
+            cls.unavailable = str(e)
+
     def setUp(self):
         super().setUp()
+        if self.unavailable:
+            services.unavailable(self, self.unavailable)
         self.aio = self.useFixture(clients.AllInOne(self))
         self.ran = set()
         home = self.useFixture(fixtures.TempDir()).path
@@ -144,7 +193,8 @@ class _Commands:
     def osc(self, cloud, command, *args, json_output=True):
         """``openstack --os-cloud <cloud> accelerator <command> <args>``;
         its JSON output (or text), or ``Failed`` raised."""
-        argv = [OPENSTACK, '--os-cloud', cloud]
+        argv = [os.path.join(self.bin_dir, 'openstack'), '--os-cloud',
+                cloud]
         if self.version:
             argv += ['--os-accelerator-api-version', self.version]
         argv += ['accelerator'] + command.split() + list(args)
@@ -169,25 +219,20 @@ class _Commands:
             found.status_code)
 
     def test_every_command(self):
-        registered = registered_commands()
-        if 'python-openstackclient' not in registered:
-            # python-openstackclient 9 (the pin of OpenStack 2026.1).
-            self.skipTest(
-                'python-openstackclient %s has no accelerator commands (10 '
-                'added them): openstack runs python-cyborgclient %s\'s, '
-                'which test_cyborgclient.py runs, as 2026.1 installs them '
-                'and with their own arguments' % (
-                    metadata.version('python-openstackclient'),
-                    metadata.version('python-cyborgclient')))
+        found = describe(self.bin_dir, self.env['HOME'])
+        self.assertEqual(dict(pin.split('==') for pin in NEWEST),
+                         found['versions'])
+        registered = found['registered']
         self.assertEqual({'python-openstackclient', 'python-cyborgclient'},
                          set(registered))
         for names in registered.values():
-            self.assertEqual(set(COVERED), names,
+            self.assertEqual(set(COVERED), set(names),
                              'commands of the group the table lacks')
         # What runs is python-openstackclient's: when that changes, run
         # python-cyborgclient's too.
         self.assertEqual({'openstackclient'}, {
-            module.split('.')[0] for module in implementations().values()})
+            module.split('.')[0]
+            for module in found['implementations'].values()})
         # Each ``openstack`` costs a second or more of start-up: the two
         # independent halves run side by side.
         with futures.ThreadPoolExecutor(2) as pool:
