@@ -4,12 +4,19 @@ mode behind a real Keystone (on SQLite), with oslo.policy's new defaults
 and scope enforcement on. Started by ``tools/peer-suite``, which makes
 the virtualenvs; see ``--help``.
 
+With ``--api haproxy`` the endpoint tempest is given is HAProxy's, in
+front of two uWSGI instances of the API, with the same keystone and
+policy settings (``ha.py`` starts them and what is behind them); then
+``test_clients.SDKTest`` calls every method of openstacksdk's
+accelerator proxy through HAProxy (``check_clients``).
+
 Everything listens on free loopback ports and lives in one work
 directory, removed at the end unless ``--keep``. The exit status is
 tempest's, or 1 when a test was skipped or any setup step failed.
 """
 
 import argparse
+import json
 import os
 import re
 import shutil
@@ -23,6 +30,7 @@ import uuid
 import requests
 
 from cyborg.tests.functional import daemons
+import ha
 
 # Tests that pin an upstream 500 where cyborg answers a 4xx on purpose
 # (a bad request is the client's error, not the server's); each with its
@@ -43,6 +51,7 @@ EXCEPTIONS = {
 }
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.dirname(os.path.dirname(HERE))
 TESTS = r'^cyborg_tempest_plugin\.tests\.api\.'
 REGION = 'RegionOne'
 ADMIN_PASSWORD = 'peer-admin-' + uuid.uuid4().hex[:12]
@@ -102,8 +111,11 @@ class Processes:
 
 
 def tail(path, lines=60):
-    with open(path, errors='replace') as f:
-        return ''.join(f.readlines()[-lines:])
+    try:
+        with open(path, errors='replace') as f:
+            return ''.join(f.readlines()[-lines:])
+    except OSError as e:
+        return '(%s)\n' % e
 
 
 def run(argv, workdir, name, env=None):
@@ -130,6 +142,7 @@ class Keystone:
         self.url = 'http://127.0.0.1:%d/v3' % self.port
         self.conf = os.path.join(workdir, 'keystone.conf')
         self.env = {'OS_KEYSTONE_CONFIG_FILES': self.conf}
+        self._admin = None
 
     def manage(self, name, *args):
         run([os.path.join(self.bin, 'keystone-manage'), '--config-file',
@@ -169,59 +182,71 @@ class Keystone:
         self.processes.wait_for('keystone', self.url)
 
     def admin_session(self):
+        if self._admin is None:
+            self._admin = requests.Session()
+            self._admin.headers['X-Auth-Token'] = self.token(
+                'admin', ADMIN_PASSWORD, 'admin')
+        return self._admin
+
+    def create(self, path, key, body):
+        response = self.admin_session().post(self.url + path,
+                                             json={key: body}, timeout=60)
+        if response.status_code != 201:
+            raise SystemExit('POST %s: %s %s' % (
+                path, response.status_code, response.text))
+        return response.json()[key]
+
+    def find(self, path, key, name):
+        response = self.admin_session().get(self.url + path,
+                                            params={'name': name}, timeout=60)
+        response.raise_for_status()
+        return response.json()[key][0]
+
+    def user(self, name, password, project, role):
+        """A user with ``role`` on ``project`` (made if new); the
+        project's id."""
+        try:
+            found = self.find('/projects', 'projects', project)
+        except IndexError:
+            found = self.create('/projects', 'project', {
+                'name': project, 'domain_id': 'default'})
+        user = self.create('/users', 'user', {
+            'name': name, 'domain_id': 'default', 'password': password})
+        role = self.find('/roles', 'roles', role)
+        response = self.admin_session().put(
+            self.url + '/projects/%s/users/%s/roles/%s' % (
+                found['id'], user['id'], role['id']), timeout=60)
+        response.raise_for_status()
+        return found['id']
+
+    def token(self, name, password, project):
+        """A project-scoped token of user ``name``."""
         response = requests.post(self.url + '/auth/tokens', timeout=60, json={
             'auth': {'identity': {'methods': ['password'], 'password': {
-                'user': {'name': 'admin', 'domain': {'id': 'default'},
-                         'password': ADMIN_PASSWORD}}},
-                'scope': {'project': {'name': 'admin',
+                'user': {'name': name, 'domain': {'id': 'default'},
+                         'password': password}}},
+                'scope': {'project': {'name': project,
                                       'domain': {'id': 'default'}}}}})
         response.raise_for_status()
-        session = requests.Session()
-        session.headers['X-Auth-Token'] = response.headers['X-Subject-Token']
-        return session
+        return response.headers['X-Subject-Token']
 
     def register_cyborg(self, endpoint):
         """The service project, cyborg's service user (role ``service``,
         which may validate tokens), and the accelerator service with its
         endpoints."""
-        api = self.admin_session()
-
-        def create(path, key, body):
-            response = api.post(self.url + path, json={key: body},
-                                timeout=60)
-            if response.status_code != 201:
-                raise SystemExit('POST %s: %s %s' % (
-                    path, response.status_code, response.text))
-            return response.json()[key]
-
-        def find(path, key, name):
-            response = api.get(self.url + path, params={'name': name},
-                               timeout=60)
-            response.raise_for_status()
-            return response.json()[key][0]
-
-        project = create('/projects', 'project', {
-            'name': 'service', 'domain_id': 'default'})
-        user = create('/users', 'user', {
-            'name': 'cyborg', 'domain_id': 'default',
-            'password': SERVICE_PASSWORD})
-        role = find('/roles', 'roles', 'service')
-        response = api.put(self.url + '/projects/%s/users/%s/roles/%s' % (
-            project['id'], user['id'], role['id']), timeout=60)
-        response.raise_for_status()
-        service = create('/services', 'service', {
+        self.user('cyborg', SERVICE_PASSWORD, 'service', 'service')
+        service = self.create('/services', 'service', {
             'name': 'cyborg', 'type': 'accelerator', 'enabled': True})
         for interface in ('public', 'internal', 'admin'):
-            create('/endpoints', 'endpoint', {
+            self.create('/endpoints', 'endpoint', {
                 'service_id': service['id'], 'interface': interface,
                 'region_id': REGION, 'url': endpoint})
 
 
-def start_cyborg(workdir, processes, keystone):
-    """cyborg-aio in keystone mode, new policy defaults and scope on."""
-    port = daemons.free_port()
-    config = daemons.write_config(os.path.join(workdir, 'cyborg.conf'), {
-        'DEFAULT': {'auth_strategy': 'keystone', 'host': 'peer-suite'},
+def auth_sections(keystone):
+    """cyborg's keystone_authtoken and policy settings, in both modes:
+    keystone auth, new policy defaults and scope on."""
+    return {
         'keystone_authtoken': {
             'www_authenticate_uri': keystone.url,
             'auth_url': keystone.url,
@@ -235,7 +260,15 @@ def start_cyborg(workdir, processes, keystone):
         },
         'oslo_policy': {'enforce_new_defaults': 'true',
                         'enforce_scope': 'true'},
-    })
+    }
+
+
+def start_aio(workdir, processes, keystone):
+    """cyborg-aio in keystone mode; its endpoint."""
+    port = daemons.free_port()
+    config = daemons.write_config(os.path.join(workdir, 'cyborg.conf'), dict(
+        auth_sections(keystone),
+        DEFAULT={'auth_strategy': 'keystone', 'host': 'peer-suite'}))
     processes.start('cyborg-aio', [
         sys.executable, '-m', 'cyborg.cmd.aio', '--port', str(port),
         '--state-dir', os.path.join(workdir, 'cyborg-state'),
@@ -295,40 +328,116 @@ def run_tempest(venv, workdir, keystone, workers):
     return status, counts
 
 
+def check_clients(keystone, deployment, workdir):
+    """Every public method of openstacksdk's accelerator proxy, once,
+    through HAProxy: the clients' test (test_clients.SDKTest) run against
+    the deployment, with Keystone users for its roles. Its exit status."""
+    import openstack.version
+
+    from cyborg.tests.functional import clients
+    from cyborg.tests.functional import test_clients
+
+    users, projects = {'admin': ['admin', ADMIN_PASSWORD, 'admin']}, {}
+    for role, project in (('member', 'sdk-project'),
+                          ('other', 'sdk-other-project')):
+        password = 'peer-%s-%s' % (role, uuid.uuid4().hex[:12])
+        projects[role] = keystone.user('sdk-' + role, password, project,
+                                       'member')
+        users[role] = ['sdk-' + role, password, project]
+    target = os.path.join(workdir, 'clients-target.json')
+    with open(target, 'w') as f:
+        json.dump({
+            'base': deployment.base, 'hostname': ha.AGENT_HOST,
+            'project': projects['member'], 'image': deployment.image['id'],
+            'admin_token': keystone.token('admin', ADMIN_PASSWORD, 'admin'),
+            'service_token': keystone.token('cyborg', SERVICE_PASSWORD,
+                                            'service'),
+            'auth_url': keystone.url, 'region': REGION, 'users': users}, f)
+    methods = sorted(test_clients.proxy_methods())
+    log('openstacksdk %s: the %d methods of its accelerator proxy, each '
+        'through HAProxy (test_clients.SDKTest): %s' % (
+            openstack.version.__version__, len(methods), ', '.join(methods)))
+    before = deployment.served()
+    result = subprocess.run(
+        [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider',
+         '-p', 'no:warnings',
+         'cyborg/tests/functional/test_clients.py::SDKTest'],
+        cwd=TOP, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+        env=dict(os.environ, **{clients.TARGET_ENV: target}))
+    sys.stdout.write(result.stdout[-6000:])
+    sys.stderr.write(result.stderr[-3000:])
+    log('the clients\' check: %s; HAProxy sent its requests to %s' % (
+        'passed, %d of %d methods called' % (len(methods), len(methods))
+        if result.returncode == 0 else 'FAILED',
+        served_since(deployment, before)))
+    return result.returncode
+
+
+def served_since(deployment, before):
+    after = deployment.served()
+    return ', '.join('%s %d' % (name, count - before.get(name, 0))
+                     for name, count in sorted(after.items()))
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--peer-venv', required=True,
                         help='virtualenv with keystone and tempest')
     parser.add_argument('--workers', type=int, default=2,
                         help='tempest workers (default %(default)s)')
+    parser.add_argument('--api', choices=('aio', 'haproxy'), default='aio',
+                        help='what tempest talks to: cyborg-aio (default), '
+                        'or two uWSGI API instances behind HAProxy with a '
+                        'conductor and an agent on MariaDB and RabbitMQ')
     parser.add_argument('--keep', action='store_true',
                         help='keep the work directory (logs, configs)')
     args = parser.parse_args()
     workdir = tempfile.mkdtemp(prefix='cyborg-peer-')
     processes = Processes(workdir)
+    owner = ha.Owner()
+    owner.setUp()
+    deployment = None
     started = time.monotonic()
     status, counts = 1, {}
     try:
         log('keystone (work directory %s)' % workdir)
         keystone = Keystone(args.peer_venv, workdir, processes)
         keystone.start()
-        log('cyborg-aio in keystone mode')
-        endpoint = start_cyborg(workdir, processes, keystone)
+        if args.api == 'haproxy':
+            log('two uWSGI API instances behind HAProxy, a conductor and an '
+                'agent, on MariaDB and RabbitMQ, in keystone mode')
+            deployment = ha.HADeployment(workdir, owner,
+                                         auth_sections(keystone),
+                                         START_TIMEOUT)
+            endpoint = deployment.start()
+        else:
+            log('cyborg-aio in keystone mode')
+            endpoint = start_aio(workdir, processes, keystone)
+        log('the accelerator endpoint: %s' % endpoint)
         keystone.register_cyborg(endpoint)
+        before = deployment.served() if deployment else None
         status, counts = run_tempest(args.peer_venv, workdir, keystone,
                                      args.workers)
+        if deployment:
+            log('tempest through HAProxy: requests sent to %s' % (
+                served_since(deployment, before)))
+            status = check_clients(keystone, deployment, workdir) or status
     finally:
+        owner.cleanUp()
         processes.stop_all()
-        log('peer suite took %.0f s' % (time.monotonic() - started))
+        log('peer suite (--api %s) took %.0f s' % (
+            args.api, time.monotonic() - started))
         if status:
-            for name, _process, path in processes.started:
-                print('---- last lines of %s.log\n%s' % (name, tail(path)))
+            logs = [path for _name, _process, path in processes.started]
+            for path in logs + (deployment.logs if deployment else []):
+                print('---- last lines of %s\n%s' % (path, tail(path)))
         if status or args.keep:
             log('logs and configs kept in %s' % workdir)
         else:
             shutil.rmtree(workdir, ignore_errors=True)
-    print('peer-suite: %d passed, %d failed' % (
-        counts.get('Passed', 0), counts.get('Failed', 0)), flush=True)
+    print('peer-suite (--api %s): %d passed, %d failed' % (
+        args.api, counts.get('Passed', 0), counts.get('Failed', 0)),
+        flush=True)
     return status
 
 

@@ -13,6 +13,7 @@ Roles (noauth identities, see ``cyborg.api.middleware.auth``):
 * ``nova-admin``: the same for an administrator of ``PROJECT``.
 """
 
+import json
 import os
 import time
 from urllib import parse
@@ -44,10 +45,11 @@ _HOP_BY_HOP = {'connection', 'keep-alive', 'transfer-encoding',
 
 class ServiceTokenProxy:
     """A WSGI app forwarding every request to ``target`` with a service
-    token's headers added."""
+    token's headers added (``headers``: noauth's by default)."""
 
-    def __init__(self, target):
+    def __init__(self, target, headers=None):
         self.target = target
+        self.headers = SERVICE_HEADERS if headers is None else headers
 
     def __call__(self, environ, start_response):
         url = self.target + parse.quote(environ.get('PATH_INFO', ''))
@@ -62,7 +64,7 @@ class ServiceTokenProxy:
         body = environ['wsgi.input'].read(length) if length else None
         response = requests.request(
             environ['REQUEST_METHOD'], url, data=body, timeout=120,
-            headers=dict(headers, **SERVICE_HEADERS), allow_redirects=False)
+            headers=dict(headers, **self.headers), allow_redirects=False)
         start_response('%d %s' % (response.status_code, response.reason),
                        [(k, v) for k, v in response.headers.items()
                         if k.lower() not in _HOP_BY_HOP])
@@ -76,7 +78,48 @@ def _serve(fixture, app, name):
     return 'http://127.0.0.1:%d' % server.port
 
 
-class AllInOne(fixtures.Fixture):
+class _Cloud(fixtures.Fixture):
+    """What the tests ask of a cyborg, wherever it runs: ``base``,
+    ``hostname`` (its agent's host), ``project`` (the member's),
+    ``image`` (a Glance image its conductor may program), ``deployables``
+    (its one card), ``api()`` and ``sdk()``."""
+
+    admin_token = 'admin'
+    project = PROJECT
+
+    def wait_for_deployables(self, timeout=60):
+        """The agent reports its fake card at start."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = self.api('GET', '/v2/deployables')
+            if found.status_code == 200 and found.json()['deployables']:
+                return found.json()['deployables']
+            time.sleep(0.2)
+        raise AssertionError('the agent never reported its devices:\n%s'
+                             % self.problem())
+
+    def problem(self):
+        return ''
+
+    def api(self, method, path, version=None, **kwargs):
+        """A request straight to the API as the admin, to check what a
+        client did."""
+        headers = {'X-Auth-Token': self.admin_token}
+        if version:
+            headers['OpenStack-API-Version'] = 'accelerator ' + version
+        return requests.request(method, self.base + path, headers=headers,
+                                timeout=60, **kwargs)
+
+    def sdk(self, cloud, version=None):
+        """An openstacksdk connection from ``cloud`` of the clouds.yaml,
+        at ``version`` (the SDK's default microversion if None)."""
+        extra = {'accelerator_api_version': version} if version else {}
+        region = os_config.OpenStackConfig(
+            config_files=[self.clouds_yaml]).get_one(cloud=cloud, **extra)
+        return openstack.connection.Connection(config=region)
+
+
+class AllInOne(_Cloud):
     """``cyborg-aio`` on a free port with a stand-in Glance that holds
     one FPGA image, a service-token proxy in front of it, and a
     ``clouds.yaml`` with one cloud per role; until the test ends."""
@@ -116,30 +159,62 @@ class AllInOne(fixtures.Fixture):
                 for name, token in TOKENS.items()}}, f)
         self.deployables = self.wait_for_deployables()
 
-    def wait_for_deployables(self, timeout=60):
-        """The all-in-one's own agent reports its fake card at start."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            found = self.api('GET', '/v2/deployables')
-            if found.status_code == 200 and found.json()['deployables']:
-                return found.json()['deployables']
-            time.sleep(0.2)
-        raise AssertionError('the agent never reported its devices:\n%s'
-                             % self.daemon.output())
+    def problem(self):
+        return self.daemon.output()
 
-    def api(self, method, path, version=None, **kwargs):
-        """A request straight to the API as the admin, to check what a
-        client did."""
-        headers = {'X-Auth-Token': 'admin'}
-        if version:
-            headers['OpenStack-API-Version'] = 'accelerator ' + version
-        return requests.request(method, self.base + path, headers=headers,
-                                timeout=60, **kwargs)
 
-    def sdk(self, cloud, version=None):
-        """An openstacksdk connection from ``cloud`` of the clouds.yaml,
-        at ``version`` (the SDK's default microversion if None)."""
-        extra = {'accelerator_api_version': version} if version else {}
-        region = os_config.OpenStackConfig(
-            config_files=[self.clouds_yaml]).get_one(cloud=cloud, **extra)
-        return openstack.connection.Connection(config=region)
+class Deployed(_Cloud):
+    """A cyborg started elsewhere, in keystone mode, as the JSON file
+    ``path`` describes it (the peer suite writes one: tools/peer/run.py
+    --api haproxy): ``base``, ``hostname``, ``project``, ``image`` (its
+    id), ``admin_token``, ``service_token`` (a token with the role
+    ``service``, which the ``nova`` cloud's proxy adds, as Nova's
+    ``[service_user]`` does), ``auth_url``, ``region`` and ``users``
+    ({cloud: [user, password, project]} for the roles of the module
+    doc but ``nova``, which is ``member`` behind the proxy)."""
+
+    def __init__(self, path):
+        super().__init__()
+        self.path = path
+
+    def _setUp(self):
+        with open(self.path) as f:
+            target = json.load(f)
+        tmp = self.useFixture(fixtures.TempDir()).path
+        self.base = target['base']
+        self.hostname = target['hostname']
+        self.project = target['project']
+        self.image = {'id': target['image']}
+        self.admin_token = target['admin_token']
+        proxy = _serve(self, ServiceTokenProxy(
+            self.base, {'X-Service-Token': target['service_token']}),
+            'test-proxy')
+        users = dict(target['users'], nova=target['users']['member'])
+        clouds = {}
+        for name, (user, password, project) in users.items():
+            clouds[name] = {
+                'auth_type': 'password', 'region_name': target['region'],
+                'auth': {'auth_url': target['auth_url'], 'username': user,
+                         'password': password, 'project_name': project,
+                         'user_domain_name': 'Default',
+                         'project_domain_name': 'Default'}}
+            if name in BEHIND_PROXY:
+                clouds[name]['accelerator_endpoint_override'] = proxy
+        self.clouds_yaml = os.path.join(tmp, 'clouds.yaml')
+        with open(self.clouds_yaml, 'w') as f:
+            yaml.safe_dump({'clouds': clouds}, f)
+        self.deployables = self.wait_for_deployables()
+
+
+#: The JSON file of a cyborg deployed elsewhere (``Deployed``) that the
+#: tests of the clients run against instead of a cyborg-aio of their
+#: own, where set.
+TARGET_ENV = 'CYBORG_TEST_ACCELERATOR_TARGET'
+
+
+def cloud(test):
+    """The cyborg ``test`` talks to, until it ends: the one
+    $CYBORG_TEST_ACCELERATOR_TARGET describes, else a cyborg-aio of its
+    own."""
+    path = os.environ.get(TARGET_ENV)
+    return test.useFixture(Deployed(path) if path else AllInOne(test))

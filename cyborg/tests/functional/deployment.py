@@ -93,6 +93,28 @@ def snippets():
     return found
 
 
+def listen_section(text, name):
+    """The ``listen name`` section of HAProxy's ``text`` (up to the next
+    unindented line), for a deployment with only some of the page's
+    proxies (the peer suite's has the API's alone)."""
+    found = re.search(r'^listen %s\n(?:[ \t]+.*\n|\n)*' % re.escape(name),
+                      text, re.M)
+    if found is None:
+        raise AssertionError('no "listen %s" section in:\n%s' % (name, text))
+    return found.group(0).rstrip('\n') + '\n'
+
+
+def api_ini(ini_text, port, config_file):
+    """The page's uwsgi file for an API instance on 127.0.0.1:``port``,
+    with this interpreter's virtualenv and ``config_file``."""
+    return localize(
+        ini_text,
+        {'%s:%d' % (CONTROLLERS[0], API_PORT): ('127.0.0.1', port)},
+        {'/opt/cyborg/venv': os.path.dirname(os.path.dirname(
+            sys.executable)),
+         '/etc/cyborg/cyborg.conf': config_file})
+
+
 def localize(text, addresses, paths=()):
     """``text`` with each ``host:port`` of ``addresses`` ({page's address:
     (host, port)}) and each path of ``paths`` ({page's: ours})

@@ -22,6 +22,22 @@ from cyborg.common.clients import placement as placement_client
 from cyborg.tests import fixtures as cyborg_fixtures
 from cyborg.tests.functional import daemons
 
+#: A script serving Placement alone, as deployed, in a process of its
+#: own: ``python -c SERVER STATE_DIR DATABASE_URL PORT`` (the URL of
+#: its database: SQLite, or a server's).
+SERVER = '''
+import sys
+import threading
+from cyborg import conf
+conf.CONF([], project='cyborg', default_config_files=[])
+from cyborg.aio import placement
+from cyborg.api import server
+server.WSGIServer(placement.build_app(sys.argv[1], sys.argv[2]),
+                  '127.0.0.1', int(sys.argv[3]), 16,
+                  name='placement').start()
+threading.Event().wait()
+'''
+
 _LOCK = threading.Lock()
 _SERVICE = {}
 

@@ -63,7 +63,7 @@ class SDKTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.aio = self.useFixture(clients.AllInOne(self))
+        self.aio = clients.cloud(self)
         self.called = set()
 
     def sdk(self, cloud, version=None):
@@ -172,7 +172,7 @@ class SDKTest(testtools.TestCase):
     def accelerator_requests(self, admin, member):
         nova_sdk, other = self.sdk('nova'), self.sdk('other')
         arq = member.create_accelerator_request(device_profile_name='sdk-dp')
-        self.assertEqual(('Initial', clients.PROJECT),
+        self.assertEqual(('Initial', self.aio.project),
                          (arq.state, self.aio.api(
                              'GET', '/v2/accelerator_requests/' + arq.uuid)
                           .json()['project_id']))

@@ -29,7 +29,6 @@ import collections
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 
@@ -141,13 +140,7 @@ class ReferenceDeploymentTest(base.TestCase):
         for index, port in enumerate(self.api_ports):
             name = 'ctl-%d' % (index + 1)
             config = self._config('api-%s.conf' % name, name)
-            ini = deployment.localize(
-                self.snippets['uwsgi'],
-                {'%s:%d' % (deployment.CONTROLLERS[0], deployment.API_PORT):
-                 ('127.0.0.1', port)},
-                {'/opt/cyborg/venv': os.path.dirname(os.path.dirname(
-                    sys.executable)),
-                 '/etc/cyborg/cyborg.conf': config})
+            ini = deployment.api_ini(self.snippets['uwsgi'], port, config)
             self.apis.append(deployment.UwsgiAPI(
                 self, self.tmp, name, ini, port, config).start())
         for api in self.apis:
@@ -594,6 +587,19 @@ class PageSnippetsTest(base.TestCase):
         error = self.assertRaises(AssertionError, deployment.localize,
                                   snippets['haproxy'], {})
         self.assertIn('192.0.2.10:6666', str(error))
+        # The API's section alone, as the peer suite takes it
+        # (tools/peer/ha.py): its check and its two servers, nothing of
+        # the database's.
+        api = deployment.listen_section(snippets['haproxy'], 'cyborg_api')
+        self.assertIn('option httpchk GET /healthcheck', api)
+        self.assertEqual(2, api.count(' check\n'))
+        self.assertNotIn('mariadb', api)
+        self.assertIn(api, snippets['haproxy'])
+        self.assertRaises(AssertionError, deployment.listen_section,
+                          snippets['haproxy'], 'cyborg')
+        ini = deployment.api_ini(snippets['uwsgi'], 7777, '/tmp/c.conf')
+        self.assertIn('http-socket = 127.0.0.1:7777', ini)
+        self.assertIn('env = CYBORG_CONFIG_FILE=/tmp/c.conf', ini)
         haproxy = shutil.which('haproxy') or '/usr/sbin/haproxy'
         if not os.path.exists(haproxy):
             services.unavailable(self, 'haproxy is not installed')

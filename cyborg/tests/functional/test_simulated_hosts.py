@@ -30,20 +30,6 @@ HOSTS = 50
 SETTLE = 180
 
 #: Serves the Placement app (state dir, database URL, port).
-PLACEMENT_SERVER = '''
-import sys
-import threading
-from cyborg import conf
-conf.CONF([], project='cyborg', default_config_files=[])
-from cyborg.aio import placement
-from cyborg.api import server
-server.WSGIServer(placement.build_app(sys.argv[1], sys.argv[2]),
-                  '127.0.0.1', int(sys.argv[3]), 16,
-                  name='placement').start()
-threading.Event().wait()
-'''
-
-
 class SeparatePlacement(placement_fixture.Placement):
     """The real Placement in a process of its own, on a MariaDB database
     of its own, as deployed: the shared test Placement serves from the
@@ -66,7 +52,7 @@ class SeparatePlacement(placement_fixture.Placement):
             self, 'placement', [state_dir, url.render_as_string(
                 hide_password=False), str(port)],
             os.path.join(state_dir, 'placement.log'),
-            command=[sys.executable, '-c', PLACEMENT_SERVER])
+            command=[sys.executable, '-c', placement_fixture.SERVER])
         endpoint = 'http://127.0.0.1:%d' % port
         daemons.wait_for_http(endpoint + '/', timeout=SETTLE, daemon=server)
         self.point_at(endpoint)
