@@ -26,13 +26,13 @@ alike), before any request: the test expects exactly that failure (see
 import json
 import os
 import subprocess
-import time
 
 import fixtures
 import testtools
 
 from cyborg.tests import services
 from cyborg.tests.functional import clients
+from cyborg.tests.functional import osc_steps
 from cyborg.tests.functional import upstream
 
 GROUP = clients.GROUP
@@ -44,33 +44,9 @@ CONSTRAINTS = {
     for release in ('2026.1', 'master-2026-08')}
 PACKAGES = ('python-openstackclient', 'python-cyborgclient')
 POLICY = 'Policy does not allow'
-INSTANCE = '2c4e6a8b-1d3f-4b5a-9c7e-0f2d4b6a8c1e'
+INSTANCE = osc_steps.INSTANCE
 
-#: Every command python-cyborgclient registers, with the step that runs
-#: it.
-COVERED = {
-    'accelerator device profile create': 'device_profiles',
-    'accelerator device profile list': 'device_profiles',
-    'accelerator device profile show': 'device_profiles',
-    'accelerator device profile delete': 'test_every_command',
-    'accelerator deployable list': 'deployables',
-    'accelerator deployable show': 'deployables',
-    'accelerator deployable program': 'deployables',
-    'accelerator device list': 'devices',
-    'accelerator device show': 'devices',
-    'accelerator device disable': 'devices',
-    'accelerator device enable': 'devices',
-    'accelerator device attribute list': 'attributes',
-    'accelerator device attribute create': 'attributes',
-    'accelerator device attribute show': 'attributes',
-    'accelerator device attribute delete': 'attributes',
-    'accelerator arq create': 'accelerator_requests',
-    'accelerator arq list': 'accelerator_requests',
-    'accelerator arq show': 'accelerator_requests',
-    'accelerator arq bind': 'bind_and_unbind',
-    'accelerator arq unbind': 'bind_and_unbind',
-    'accelerator arq delete': 'accelerator_requests',
-}
+COVERED = osc_steps.COVERED
 
 #: The commands python-cyborgclient 2.7.0 and 2.8.0 cannot run: each
 #: calls a method of openstacksdk's accelerator proxy that the
@@ -144,25 +120,18 @@ def describe(bin_dir, cwd):
     return json.loads(done.stdout)
 
 
-class Failed(Exception):
-    def __init__(self, command):
-        super().__init__('%s: exit %d\n%s' % (
-            ' '.join(command.args), command.returncode, command.stderr))
-        self.stderr = command.stderr
-
-
-class _Commands:
+class _Commands(osc_steps.Steps):
     """The steps; a test class per release and microversion mixes them
     in."""
+
+    profile = 'cc-dp'
+    #: The client's ``arq bind`` takes the project too (and does not
+    #: send it).
+    bind_extra = (clients.PROJECT,)
 
     #: The release of tools/lib/constraints/ the clients are installed
     #: with.
     release = None
-    #: The microversion given with --os-accelerator-api-version, if any.
-    version = None
-    #: Whether to check what each role may not do too. It does not
-    #: depend on the microversion: one class does it.
-    refusals = False
     #: Whether the list commands run with ``--long`` (more columns, the
     #: same request).
     long = False
@@ -189,24 +158,6 @@ class _Commands:
         self.env = {'HOME': home, 'PATH': os.environ.get('PATH', ''),
                     'OS_CLIENT_CONFIG_FILE': self.aio.clouds_yaml}
 
-    def osc(self, cloud, command, *args, json_output=True):
-        """The virtualenv's ``openstack --os-cloud <cloud> accelerator
-        <command> <args>``; its JSON output (or text), or ``Failed``
-        raised."""
-        argv = [os.path.join(self.bin_dir, 'openstack'), '--os-cloud',
-                cloud]
-        if self.version:
-            argv += ['--os-accelerator-api-version', self.version]
-        argv += ['accelerator'] + command.split() + list(args)
-        if json_output:
-            argv += ['-f', 'json']
-        done = subprocess.run(argv, env=self.env, capture_output=True,
-                              text=True, timeout=120, cwd=self.env['HOME'])
-        if done.returncode:
-            raise Failed(done)
-        self.ran.add('accelerator ' + command)
-        return json.loads(done.stdout) if json_output else done.stdout
-
     def listing(self, cloud, command):
         """A list command's rows, with ``--long`` where the class says."""
         return self.osc(cloud, command, *(('--long',) if self.long else ()))
@@ -218,11 +169,12 @@ class _Commands:
             self.assertEqual({c: held[c] for c in columns},
                              {c: row[c] for c in columns})
 
-    def assert_refused(self, reason, cloud, command, *args, **kwargs):
-        """The command fails, and says ``reason``."""
-        error = self.assertRaises(Failed, self.osc, cloud, command, *args,
-                                  **kwargs)
-        self.assertIn(reason, error.stderr)
+    def check_bound(self, bound):
+        if self.long:
+            [row] = self.listing('member', 'arq list')
+            self.assert_long(bound, row, 'hostname', 'device_rp_uuid',
+                             'instance_uuid', 'attach_handle_type',
+                             'attach_handle_info')
 
     def assert_broken(self, cloud, command, *args):
         """The command fails in python-cyborgclient itself, as ``BROKEN``
@@ -231,11 +183,6 @@ class _Commands:
                             % BROKEN['accelerator ' + command], cloud,
                             command, *args, json_output=False)
         self.ran.add('accelerator ' + command)
-
-    def get(self, path, version=None):
-        found = self.aio.api('GET', path, version)
-        return found.json() if found.status_code == 200 else (
-            found.status_code)
 
     def test_every_command(self):
         # The release's pins of python-openstackclient,
@@ -293,11 +240,6 @@ class _Commands:
                 'device_profiles'])
         return made['uuid']
 
-    def hardware(self):
-        self.deployables()
-        self.devices()
-        self.attributes()
-
     def deployables(self):
         [expected] = self.aio.deployables
         [listed] = self.listing('admin', 'deployable list')
@@ -352,64 +294,6 @@ class _Commands:
         self.osc('admin', 'device attribute delete', made['uuid'],
                  json_output=False)
         self.assertEqual(404, self.get(path))
-
-    def wait_for_state(self, uuid, state, timeout=30):
-        path = '/v2/accelerator_requests/' + uuid
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            held = self.get(path)
-            if held['state'] == state:
-                return held
-            time.sleep(0.2)
-        self.fail('ARQ %s stayed %s, not %s' % (uuid, held['state'], state))
-
-    def accelerator_requests(self):
-        arq = self.osc('member', 'arq create', 'cc-dp')
-        path = '/v2/accelerator_requests/' + arq['uuid']
-        held = self.get(path)
-        self.assertEqual(('Initial', 'cc-dp', clients.PROJECT),
-                         (held['state'], held['device_profile_name'],
-                          held['project_id']))
-        self.assertIn(arq['uuid'], [a['uuid'] for a in self.osc(
-            'member', 'arq list')])
-        self.assertEqual('Initial', self.osc('member', 'arq show',
-                                             arq['uuid'])['state'])
-        if self.refusals:
-            self.assertNotIn(arq['uuid'], [a['uuid'] for a in self.osc(
-                'other', 'arq list')])
-        self.bind_and_unbind(arq['uuid'], path)
-        self.osc('member', 'arq delete', arq['uuid'], json_output=False)
-        self.assertEqual(404, self.get(path))
-
-    def bind_and_unbind(self, uuid, path):
-        """Nova's part: a member's token and a service token. The
-        client's ``arq bind`` takes the project too (and does not send
-        it)."""
-        bind = ('arq bind', uuid, self.aio.hostname, INSTANCE,
-                self.aio.deployables[0]['rp_uuid'], clients.PROJECT)
-        if self.refusals:
-            self.assert_refused('needs a service token', 'member', *bind)
-            self.assertEqual('Initial', self.get(path)['state'])
-        self.osc('nova', *bind)
-        bound = self.wait_for_state(uuid, 'Bound')
-        self.assertEqual((INSTANCE, self.aio.hostname),
-                         (bound['instance_uuid'], bound['hostname']))
-        if self.long:
-            [row] = self.listing('member', 'arq list')
-            self.assert_long(bound, row, 'hostname', 'device_rp_uuid',
-                             'instance_uuid', 'attach_handle_type',
-                             'attach_handle_info')
-        if self.refusals:
-            self.assert_refused('is Bound for instance %s; deleting it '
-                                'needs a service token' % INSTANCE,
-                                'member', 'arq delete', uuid,
-                                json_output=False)
-        self.osc('nova', 'arq unbind', uuid)
-        unbound = self.get(path)
-        self.assertEqual(('Unbound', None, None),
-                         (unbound['state'], unbound['instance_uuid'],
-                          unbound['hostname']))
-
 
 class DefaultMicroversionTest(_Commands, testtools.TestCase):
     """OpenStack 2026.1's clients, at the microversion python-cyborgclient

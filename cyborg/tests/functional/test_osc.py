@@ -23,7 +23,6 @@ from concurrent import futures
 import json
 import os
 import subprocess
-import time
 
 import fixtures
 import testtools
@@ -31,6 +30,7 @@ import yaml
 
 from cyborg.tests import services
 from cyborg.tests.functional import clients
+from cyborg.tests.functional import osc_steps
 from cyborg.tests.functional import upstream
 
 GROUP = clients.GROUP
@@ -41,32 +41,9 @@ GROUP_NAME = 'openstack.accelerator.v2'
 NEWEST = ('python-openstackclient==10.5.0', 'python-cyborgclient==3.0.0',
           'openstacksdk==4.22.0')
 POLICY = 'Policy does not allow'
-INSTANCE = '7e5a9c1d-3b2f-4d6e-8a0c-9f1e2d3c4b5a'
+INSTANCE = osc_steps.INSTANCE
 
-#: Every command of the group, with the step that runs it.
-COVERED = {
-    'accelerator device profile create': 'device_profiles',
-    'accelerator device profile list': 'device_profiles',
-    'accelerator device profile show': 'device_profiles',
-    'accelerator device profile delete': 'test_every_command',
-    'accelerator deployable list': 'deployables',
-    'accelerator deployable show': 'deployables',
-    'accelerator deployable program': 'deployables',
-    'accelerator device list': 'devices',
-    'accelerator device show': 'devices',
-    'accelerator device disable': 'devices',
-    'accelerator device enable': 'devices',
-    'accelerator device attribute list': 'attributes',
-    'accelerator device attribute create': 'attributes',
-    'accelerator device attribute show': 'attributes',
-    'accelerator device attribute delete': 'attributes',
-    'accelerator arq create': 'accelerator_requests',
-    'accelerator arq list': 'accelerator_requests',
-    'accelerator arq show': 'accelerator_requests',
-    'accelerator arq bind': 'bind_and_unbind',
-    'accelerator arq unbind': 'bind_and_unbind',
-    'accelerator arq delete': 'accelerator_requests',
-}
+COVERED = osc_steps.COVERED
 
 
 #: Run by the virtualenv's Python: the commands of the group (argv[1])
@@ -144,21 +121,10 @@ class StandInCompute:
         return [json.dumps(body).encode()]
 
 
-class Failed(Exception):
-    def __init__(self, command):
-        super().__init__('%s: exit %d\n%s' % (
-            ' '.join(command.args), command.returncode, command.stderr))
-        self.stderr = command.stderr
-
-
-class _Commands:
+class _Commands(osc_steps.Steps):
     """The steps; a test class per microversion mixes them in."""
 
-    #: The microversion given with --os-accelerator-api-version, if any.
-    version = None
-    #: Whether to check what each role may not do too. It does not
-    #: depend on the microversion: one class does it.
-    refusals = False
+    profile = 'osc-dp'
 
     @classmethod
     def setUpClass(cls):
@@ -189,34 +155,6 @@ class _Commands:
             yaml.safe_dump(config, f)
         self.env = {'HOME': home, 'PATH': os.environ.get('PATH', ''),
                     'OS_CLIENT_CONFIG_FILE': clouds_yaml}
-
-    def osc(self, cloud, command, *args, json_output=True):
-        """``openstack --os-cloud <cloud> accelerator <command> <args>``;
-        its JSON output (or text), or ``Failed`` raised."""
-        argv = [os.path.join(self.bin_dir, 'openstack'), '--os-cloud',
-                cloud]
-        if self.version:
-            argv += ['--os-accelerator-api-version', self.version]
-        argv += ['accelerator'] + command.split() + list(args)
-        if json_output:
-            argv += ['-f', 'json']
-        done = subprocess.run(argv, env=self.env, capture_output=True,
-                              text=True, timeout=120)
-        if done.returncode:
-            raise Failed(done)
-        self.ran.add('accelerator ' + command)
-        return json.loads(done.stdout) if json_output else done.stdout
-
-    def assert_refused(self, reason, cloud, command, *args, **kwargs):
-        """The command fails, and says ``reason`` (the API's)."""
-        error = self.assertRaises(Failed, self.osc, cloud, command, *args,
-                                  **kwargs)
-        self.assertIn(reason, error.stderr)
-
-    def get(self, path, version=None):
-        found = self.aio.api('GET', path, version)
-        return found.json() if found.status_code == 200 else (
-            found.status_code)
 
     def test_every_command(self):
         found = describe(self.bin_dir, self.env['HOME'])
@@ -271,11 +209,6 @@ class _Commands:
             self.assertEqual([], self.get('/v2/device_profiles?name=x')[
                 'device_profiles'])
         return made['uuid']
-
-    def hardware(self):
-        self.deployables()
-        self.devices()
-        self.attributes()
 
     def deployables(self):
         [expected] = self.aio.deployables
@@ -335,57 +268,6 @@ class _Commands:
         self.osc('admin', 'device attribute delete', made['uuid'],
                  json_output=False)
         self.assertEqual(404, self.get(path))
-
-    def wait_for_state(self, uuid, state, timeout=30):
-        path = '/v2/accelerator_requests/' + uuid
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            held = self.get(path)
-            if held['state'] == state:
-                return held
-            time.sleep(0.2)
-        self.fail('ARQ %s stayed %s, not %s' % (uuid, held['state'], state))
-
-    def accelerator_requests(self):
-        arq = self.osc('member', 'arq create', 'osc-dp')
-        path = '/v2/accelerator_requests/' + arq['uuid']
-        held = self.get(path)
-        self.assertEqual(('Initial', 'osc-dp', clients.PROJECT),
-                         (held['state'], held['device_profile_name'],
-                          held['project_id']))
-        self.assertIn(arq['uuid'], [a['uuid'] for a in self.osc(
-            'member', 'arq list')])
-        self.assertEqual('Initial', self.osc('member', 'arq show',
-                                             arq['uuid'])['state'])
-        if self.refusals:
-            self.assertNotIn(arq['uuid'], [a['uuid'] for a in self.osc(
-                'other', 'arq list')])
-        self.bind_and_unbind(arq['uuid'], path)
-        self.osc('member', 'arq delete', arq['uuid'], json_output=False)
-        self.assertEqual(404, self.get(path))
-
-    def bind_and_unbind(self, uuid, path):
-        """Nova's part: a member's token and a service token."""
-        bind = ('arq bind', uuid, self.aio.hostname, INSTANCE,
-                self.aio.deployables[0]['rp_uuid'])
-        if self.refusals:
-            self.assert_refused('needs a service token', 'member', *bind)
-            self.assertEqual('Initial', self.get(path)['state'])
-        self.osc('nova', *bind)
-        bound = self.wait_for_state(uuid, 'Bound')
-        self.assertEqual((INSTANCE, self.aio.hostname),
-                         (bound['instance_uuid'], bound['hostname']))
-        if self.refusals:
-            self.assert_refused('is Bound for instance %s; deleting it '
-                                'needs a service token' % INSTANCE,
-                                'member', 'arq delete', uuid,
-                                json_output=False)
-        self.osc('nova', 'arq unbind', uuid)
-        unbound = self.get(path)
-        self.assertEqual(('Unbound', None, None),
-                         (unbound['state'], unbound['instance_uuid'],
-                          unbound['hostname']))
-
 
 class DefaultMicroversionTest(_Commands, testtools.TestCase):
     """At the microversion the client sends unless told (2.0)."""
