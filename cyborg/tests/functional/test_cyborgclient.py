@@ -212,7 +212,7 @@ class _Commands(osc_steps.Steps):
                          'commands of python-cyborgclient no step runs')
 
     def device_profiles(self):
-        # The groups are one JSON argument, not OSC 10's --group.
+        # The groups are one JSON argument, not OSC 10.4's --group.
         made = self.osc('admin', 'device profile create', 'cc-dp',
                         json.dumps([GROUP]), '--description',
                         'made by python-cyborgclient')
@@ -306,7 +306,7 @@ class DefaultMicroversionTest(_Commands, testtools.TestCase):
 
 class Microversion20Test(_Commands, testtools.TestCase):
     """OpenStack 2026.1's clients with ``--os-accelerator-api-version
-    2.0``, the microversion python-openstackclient 10 sends unless
+    2.0``, the microversion python-openstackclient 10.4 sends unless
     told."""
 
     release = '2026.1'

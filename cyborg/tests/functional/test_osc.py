@@ -5,7 +5,7 @@ the ``openstack`` program in a subprocess, ``--os-cloud`` from a
 and at 2.3, with the role that would run each command. Each step checks
 what the API then holds, not only the exit code.
 
-python-openstackclient ships these commands itself from 10.3 and then
+python-openstackclient ships these commands itself from 10.4 and then
 ignores python-cyborgclient's (``openstackclient.shell.IGNORED_MODULES``),
 so ``openstack`` runs python-openstackclient's; both register the same
 names, and a name no step runs fails the test. No release's

@@ -29,7 +29,6 @@ HOSTS = 50
 # Generous: these are waits for what must happen, on a loaded machine.
 SETTLE = 180
 
-#: Serves the Placement app (state dir, database URL, port).
 class SeparatePlacement(placement_fixture.Placement):
     """The real Placement in a process of its own, on a MariaDB database
     of its own, as deployed: the shared test Placement serves from the

@@ -5,7 +5,7 @@ Each release the tests use has a requirements file in
 ``tools/nova-e2e`` makes Nova's, under ``$CYBORG_UPSTREAM_CACHE``
 (default ``~/.cache/cyborg-upstream``) in a directory keyed on a hash of
 that file, and reused by every later run (``cached_venv``, which
-``test_cyborgclient.py`` uses for OpenStack 2026.1's clients too). When
+``test_cyborgclient.py`` and ``test_osc.py`` use for the clients' too). When
 it cannot be made (PyPI unreachable, say) the tests are skipped with the
 reason, or fail under ``CYBORG_TEST_REQUIRE_SERVICES``.
 
