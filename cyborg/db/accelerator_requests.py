@@ -8,9 +8,10 @@ have exactly one winner; attach handles are claimed with a conditional
 UPDATE, so two ARQs never get the same one.
 
 These are on the path of every server Nova boots, so they are SQLAlchemy
-Core statements built once, with bound parameters, run on the session's
-connection: the ORM's query building and unit of work cost about as
-much CPU as the database round trips they save nothing on. An UPDATE
+Core statements built once, with bound parameters, in Core transactions
+(``db_api.core_reader`` and ``core_writer``: no ORM session is built):
+the ORM's query building and unit of work cost about as much CPU as the
+database round trips they save nothing on. An UPDATE
 without ``values()`` sets the columns named by its parameters; its WHERE
 parameters start with ``b_`` so they never collide with a column.
 """
@@ -122,7 +123,7 @@ def _select_views(context, page=None, **filters):
         scope = ({'project_id': filters['project_id']}
                  if 'project_id' in filters else None)
         statement = pagination.apply(_views('unordered', *names), ARQ, page,
-                                     session=context.session,
+                                     session=db_api.session(context),
                                      marker_scope=scope)
     else:
         statement = _views(*names)
@@ -131,7 +132,7 @@ def _select_views(context, page=None, **filters):
             for row in _run(context, statement, **params)]
 
 
-@db_api.reader
+@db_api.core_reader
 def get_all(context, project_id=None, instance_uuid=None, states_in=None,
             page=None):
     """ARQs visible to ``project_id`` (None: all), filtered in SQL."""
@@ -145,7 +146,7 @@ _BOUND_MDEVS = _views('state').where(
         'b_hostname'))
 
 
-@db_api.reader
+@db_api.core_reader
 def bound_mdevs(context, hostname):
     """The bound ARQs whose attach handle is an mdev of a device of
     ``hostname`` (its agent's host, whatever name the bind gave)."""
@@ -158,14 +159,14 @@ _STATE_COUNTS = sa.select(_ARQ.c.state, sa.func.count()).group_by(
     _ARQ.c.state)
 
 
-@db_api.reader
+@db_api.core_reader
 def state_counts(context):
     """Number of ARQs per state: one GROUP BY (the conductor's
     metrics)."""
     return dict(_run(context, _STATE_COUNTS).all())
 
 
-@db_api.reader
+@db_api.core_reader
 def get(context, uuid, project_id=None):
     found = _select_views(context, uuid=uuid, project_id=project_id)
     if not found:
@@ -173,7 +174,7 @@ def get(context, uuid, project_id=None):
     return found[0]
 
 
-@db_api.reader
+@db_api.core_reader
 def get_many(context, uuids, project_id=None):
     """The ARQs ``uuids``, all of them; 404 for the first missing."""
     found = {view.uuid: view for view in _select_views(
@@ -192,13 +193,13 @@ def _created_at(context):
     back: MySQL and MariaDB keep no fraction of a second in a DATETIME,
     so that the view ``create`` returns is the one a read shows."""
     now = timeutils.utcnow()
-    if context.session.connection().dialect.name == 'mysql':
+    if db_api.connection(context).dialect.name == 'mysql':
         now = now.replace(microsecond=0)
     return now
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def create(context, device_profile_name, project_id):
     """The ARQs of a profile, one per accelerator of each group, in one
     transaction; returns their views as a read would give them (but for
@@ -229,7 +230,7 @@ def create(context, device_profile_name, project_id):
                 bind_conductor=None, bind_started_at=None, created_at=now,
                 updated_at=None, agent_host=None))
     if rows:
-        context.session.connection().execute(_ARQ.insert(), rows)
+        db_api.connection(context).execute(_ARQ.insert(), rows)
     return views
 
 
@@ -299,7 +300,7 @@ def _start(context, binds, project_id, conductor, moved=None):
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def start_binds(context, binds, project_id, conductor):
     """``binds`` ({uuid: {hostname, device_rp_uuid, instance_uuid,
     project_id}}) all to BindStarted, or none of them."""
@@ -326,7 +327,7 @@ def _lock_instances(context, binds):
     """On PostgreSQL, a lock on each instance of ``binds`` until the
     transaction ends, so two binds for one instance take turns and the
     second sees the ARQs of the first; True if taken."""
-    if context.session.connection().dialect.name != 'postgresql':
+    if db_api.connection(context).dialect.name != 'postgresql':
         return False
     for instance in sorted(_instances(binds)):
         _run(context, _INSTANCE_LOCK, b_instance_uuid=instance)
@@ -531,7 +532,7 @@ def _started(arq, values, conductor, now):
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def bind(context, binds, project_id, conductor, ready,
          new_instances_only=True):
     """The binds of one request, in ONE transaction.
@@ -618,7 +619,7 @@ def bind(context, binds, project_id, conductor, ready,
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def finish_binds(context, bound, failed):
     """After their devices were prepared: the BindStarted ARQs ``bound``
     to Bound, those ``failed`` to BindFailed with their handle released,
@@ -657,7 +658,7 @@ def _fail(context, uuid):
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def fail_bind(context, uuid):
     """BindStarted ARQ ``uuid`` to BindFailed, its handle released."""
     _fail(context, uuid)
@@ -670,7 +671,7 @@ _CLEARED = {'hostname': None, 'device_rp_uuid': None, 'instance_uuid': None,
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def unbind(context, uuid, project_id=None):
     """ARQ ``uuid`` to Unbound, its handle released."""
     handle_id = get(context, uuid, project_id).attach_handle_id
@@ -682,7 +683,7 @@ _DELETE = _ARQ.delete().where(_in(_ARQ.c.id))
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def delete(context, uuids=None, instance_uuid=None, project_id=None,
            hosts_due=None):
     """Delete ARQs by uuid (all must exist, else 404 and nothing is
@@ -701,7 +702,7 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
         {view.agent_host for view in views if view.agent_host}))
 
 
-@db_api.reader
+@db_api.core_reader
 def stale_binds(context, conductor=None, started_before=None):
     """uuids of ARQs left BindStarted by ``conductor`` or since before
     ``started_before``."""

@@ -20,6 +20,7 @@ from oslo_db import api as oslo_db_api
 from oslo_db import exception as db_exc
 from oslo_db.sqlalchemy import enginefacade
 import sqlalchemy as sa
+from sqlalchemy import orm
 
 from cyborg.common import context as cyborg_context
 from cyborg.common import exception
@@ -78,6 +79,7 @@ class _Reader:
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
+            _no_core_transaction(args[0] if args else None, func)
             with _database_answers():
                 return transactional(*args, **kwargs)
         return wrapper
@@ -117,6 +119,7 @@ class _Writer:
 
         @functools.wraps(func)
         def wrapper(*args, **kwargs):
+            _no_core_transaction(args[0] if args else None, func)
             with _database_answers(), _writers_turn():
                 return transactional(*args, **kwargs)
         # For the test that every writer retries deadlocks.
@@ -145,6 +148,124 @@ def core_transaction():
     with _database_answers(), _writers_turn():
         with get_engine().begin() as connection:
             yield connection
+
+
+# Core transactions: a function's whole transaction on one Core
+# connection, for the functions on the path of every server Nova boots.
+# enginefacade's reader and writer build an ORM session for every
+# transaction (about 130 us of CPU each on MariaDB, against 200 us for
+# the connection and its statement), which these functions never use.
+
+
+class _CoreLocal(threading.local):
+    """A context's Core transaction on the current thread; copied
+    contexts share it, as they share enginefacade's."""
+
+    connection = None
+    writing = False
+    session = None
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return _CoreLocal, ()
+
+
+_CORE = 'cyborg_core_transaction'
+
+
+def _core_local(context):
+    local = context.__dict__.get(_CORE)
+    if local is None:
+        local = context.__dict__.setdefault(_CORE, _CoreLocal())
+    return local
+
+
+def _in_enginefacade(context):
+    try:
+        return context.transaction_ctx is not None
+    except db_exc.NoEngineContextEstablished:
+        return False
+
+
+def connection(context):
+    """The Core connection of the transaction ``context`` runs in on
+    this thread: a core reader's or writer's, or that of enginefacade's
+    session."""
+    local = context.__dict__.get(_CORE)
+    if local is not None and local.connection is not None:
+        return local.connection
+    return context.session.connection()
+
+
+def session(context):
+    """An ORM session in the transaction ``context`` runs in: within a
+    core reader or writer, one bound to its connection, made on first
+    use (for what only the ORM does, such as a page marker's read)."""
+    local = context.__dict__.get(_CORE)
+    if local is None or local.connection is None:
+        return context.session
+    if local.session is None:
+        local.session = orm.Session(bind=local.connection,
+                                       expire_on_commit=False)
+    return local.session
+
+
+class CoreTransactionError(Exception):
+    """A writer called within a core reader's transaction, or an
+    enginefacade reader or writer within a core transaction (it would
+    open a transaction of its own, on another connection)."""
+
+
+def _core(writing):
+    def decorate(func):
+        @functools.wraps(func)
+        def wrapper(context, *args, **kwargs):
+            local = _core_local(context)
+            if local.connection is not None:
+                if writing and not local.writing:
+                    raise CoreTransactionError(
+                        '%s writes within a reader' % func.__qualname__)
+                return func(context, *args, **kwargs)
+            if _in_enginefacade(context):
+                return func(context, *args, **kwargs)
+            turn = _writers_turn() if writing else contextlib.nullcontext()
+            with _database_answers(), turn:
+                engine = get_engine()
+                with (engine.begin() if writing
+                      else engine.connect()) as conn:
+                    local.connection, local.writing = conn, writing
+                    try:
+                        result = func(context, *args, **kwargs)
+                        if local.session is not None:
+                            local.session.flush()
+                        return result
+                    finally:
+                        if local.session is not None:
+                            local.session.close()
+                        local.connection = local.session = None
+        if writing:
+            wrapper.cyborg_writer = True
+        return wrapper
+    return decorate
+
+
+#: Decorators of functions whose transaction is one Core connection's
+#: (``connection(context)``), or that of the transaction they are called
+#: in: enginefacade's, or a core one's (a writer within a reader raises
+#: CoreTransactionError). They raise as ``reader`` and ``writer`` do.
+core_reader = _core(writing=False)
+core_writer = _core(writing=True)
+
+
+def _no_core_transaction(context, func):
+    local = getattr(context, '__dict__', {}).get(_CORE)
+    if local is not None and local.connection is not None:
+        raise CoreTransactionError(
+            '%s opens a transaction of its own within a core one: make it '
+            'a core_reader or core_writer' % func.__qualname__)
+
 
 _CONFIGURED = []
 

@@ -30,7 +30,7 @@ _NOTIFY_PENDING = _NOTIFY_COLUMNS.where(_ARQ.c.instance_uuid.in_(
         _ARQ.c.nova_notified == sa.false()).distinct()))
 
 
-@db_api.reader
+@db_api.core_reader
 def unnotified(context, instances=None):
     """The instances (of ``instances``, or any) whose ARQs are all
     resolved and Nova was not told of at least one, in one query:
@@ -58,7 +58,7 @@ _MARK_NOTIFIED = _ARQ.update().where(_in(_ARQ.c.uuid),
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def mark_notified(context, uuids):
     _run(context, _MARK_NOTIFIED, b_uuids=list(uuids), nova_notified=True)
 
@@ -87,7 +87,7 @@ _TAKE_INSTANCE = _ARQ.update().where(
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def take_unconfirmed(context, bound_before, checked_before, limit):
     """Up to ``limit`` instances with ARQs bound (or failed) before
     ``bound_before`` that Nova has not shown past their build, and that
@@ -109,7 +109,7 @@ _CONFIRM = _ARQ.update().where(_in(_ARQ.c.instance_uuid), _UNCONFIRMED).values(
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def confirm_instances(context, instance_uuids):
     """Nova showed ``instance_uuids`` past their build: their ARQs are
     never asked about again."""
@@ -122,7 +122,7 @@ _UNCONFIRMED_OF = sa.select(_ARQ.c.id).where(
 
 
 @db_api.retry_on_deadlock
-@db_api.writer
+@db_api.core_writer
 def delete_unconfirmed(context, instance_uuid):
     """Delete the unconfirmed Bound and BindFailed ARQs of
     ``instance_uuid``, which Nova no longer has, releasing their attach

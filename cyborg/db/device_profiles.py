@@ -31,7 +31,7 @@ _IN_ORDER = {False: _PROFILES.order_by(_DP.c.id),
              True: _NAMED.order_by(_DP.c.id)}
 
 
-@db_api.reader
+@db_api.core_reader
 def get_all(context, names=None, page=None):
     """Profiles (rows with the table's columns as attributes), those
     named ``names`` if given, in ``page``."""
@@ -40,10 +40,10 @@ def get_all(context, names=None, page=None):
     if page is not None and any(page):
         statement = pagination.apply(_NAMED if named else _PROFILES,
                                      models.DeviceProfile, page,
-                                     session=context.session)
+                                     session=db_api.session(context))
     else:
         statement = _IN_ORDER[named]
-    return context.session.connection().execute(statement, params).all()
+    return db_api.connection(context).execute(statement, params).all()
 
 
 @db_api.reader

@@ -364,15 +364,15 @@ _AWAITING_REPORT = sa.select(_HOSTS.c.hostname).where(
            _HOSTS.c.synced_generation != _HOSTS.c.report_generation))
 
 
-@db_api.reader
+@db_api.core_reader
 def awaiting_report(context, hostnames):
     """Those of ``hostnames`` that are up and have reported, but whose
     rows do not show their last report (``report_hash`` empty: something
     it no longer lists was kept in use) or that Placement may not show."""
     if not hostnames:
         return []
-    return sorted(row.hostname for row in context.session.connection(
-    ).execute(_AWAITING_REPORT, {'hostnames': sorted(set(hostnames))}))
+    return sorted(row.hostname for row in db_api.connection(context).execute(
+        _AWAITING_REPORT, {'hostnames': sorted(set(hostnames))}))
 
 
 @db_api.retry_on_deadlock
