@@ -31,6 +31,7 @@ from oslo_utils import uuidutils
 import pecan
 import webob.multidict
 
+from cyborg.api import fastcheck
 from cyborg.common import exception
 from cyborg.i18n import _
 
@@ -230,10 +231,27 @@ def _validator(schema):
     return validator
 
 
+# {id(schema): (schema, its fastcheck function or None)}, as _VALIDATORS.
+_FAST_CHECKS = {}
+
+
+def _valid_at_once(schema, doc):
+    """Whether ``fastcheck`` says ``doc`` is valid against ``schema``
+    (False also when it cannot tell: jsonschema then decides)."""
+    cached = _FAST_CHECKS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, fastcheck.build_or_none(schema, _FORMATS))
+        if len(_FAST_CHECKS) < MAX_CACHED_VALIDATORS:
+            _FAST_CHECKS[id(schema)] = cached
+    return cached[1] is not None and cached[1](doc)
+
+
 def validate(schema, doc):
     """``doc`` checked against ``schema``; InvalidRequestBody (400)
     naming the first field at fault, followed by the schema's
     ``description`` when it has one (a hint at the expected shape)."""
+    if _valid_at_once(schema, doc):
+        return doc
     error = jsonschema.exceptions.best_match(
         _validator(schema).iter_errors(doc))
     if error is None:
@@ -304,6 +322,8 @@ def _query_value(values, prop):
 
 
 def _check_query(schema, doc):
+    if _valid_at_once(schema, doc):
+        return doc
     error = jsonschema.exceptions.best_match(
         _validator(schema).iter_errors(doc))
     if error is None:
