@@ -67,21 +67,59 @@ _VIEW_FROM = _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
     _AH, _AH.c.id == _ARQ.c.attach_handle_id).outerjoin(
     _DEPLOYABLE, _DEPLOYABLE.c.id == _ARQ.c.deployable_id).outerjoin(
     _DEVICE, _DEVICE.c.id == _DEPLOYABLE.c.device_id)
-_VIEWS = sa.select(*_VIEW_COLUMNS).select_from(_VIEW_FROM)
 
 
-def _view(row, profiles=None):
-    """The ARQView of ``row``; ``profiles`` ({profile_json: groups}),
-    shared by the rows of one list, parses each profile once."""
-    values = list(row)
+#: Each field's place in an ARQView (and its column's in _VIEW_COLUMNS).
+_PLACE = {name: place for place, name in enumerate(ARQView._fields)}
+
+#: The fields the API shows of an ARQ (``v2.accelerator_requests.view``)
+#: with ``id``, which pagination needs.
+SHOWN = ('id', 'uuid', 'state', 'project_id', 'device_profile_name',
+         'device_profile_group_id', 'hostname', 'device_rp_uuid',
+         'instance_uuid', 'attach_handle_uuid', 'attach_handle_type',
+         'attach_handle_info', 'created_at', 'updated_at')
+#: What a delete needs of the ARQs it deletes: what to release and to
+#: delete, and where their mdevs are (``Binding.remove_mdev``).
+HELD = ('id', 'uuid', 'hostname', 'instance_uuid', 'attach_handle_id',
+        'attach_handle_uuid', 'attach_handle_type', 'attach_handle_info',
+        'agent_host')
+#: What a bind needs of its ARQs: their state, owner and group.
+BINDING = ('id', 'uuid', 'state', 'project_id', 'device_profile_name',
+           'device_profile_group_id', 'group')
+
+
+@functools.cache
+def _columns(fields):
+    """The columns of the view fields ``fields`` (None: all of them).
+    Each column read costs the driver a descriptor to parse, at every
+    statement: a read selects only what its callers use."""
+    if fields is None:
+        return _VIEW_COLUMNS
+    return tuple(_VIEW_COLUMNS[_PLACE[name]] for name in fields)
+
+
+def _view(row, profiles=None, fields=None):
+    """The ARQView of ``row``, a read of ``fields`` (None: every field;
+    those not read are None, ``group`` and ``attach_handle_info`` then
+    empty); ``profiles`` ({profile_json: groups}), shared by the rows of
+    one list, parses each profile once."""
+    if fields is None:
+        values = list(row)
+    else:
+        values = [None] * len(ARQView._fields)
+        for name, value in zip(fields, row, strict=True):
+            values[_PLACE[name]] = value
     if profiles is None:
         profiles = {}
-    groups = profiles.get(values[6])
-    if groups is None:
-        groups = profiles[values[6]] = jsonutils.loads(values[6]).get(
-            'groups', [])
-    index = values[5]
-    values[6] = groups[index] if 0 <= index < len(groups) else {}
+    if values[6] is None:
+        values[6] = {}
+    else:
+        groups = profiles.get(values[6])
+        if groups is None:
+            groups = profiles[values[6]] = jsonutils.loads(values[6]).get(
+                'groups', [])
+        index = values[5]
+        values[6] = groups[index] if 0 <= index < len(groups) else {}
     values[13] = jsonutils.loads(values[13]) if values[13] else {}
     return ARQView(*values)
 
@@ -92,13 +130,14 @@ _in = statements.param_in
 
 
 @functools.cache
-def _views(*conditions):
-    """The view select WHERE every condition, named by the column it
-    tests: ``('uuid', 'project_id')`` is ``uuid = :b_uuid AND project_id =
-    :b_project_id``; a name ending in ``s`` tests ``IN :b_<name>`` of
-    the column without it (``uuids``, ``states``). Ordered by id, unless
-    ``unordered`` is a condition (pagination orders)."""
-    statement = _VIEWS
+def _views(*conditions, fields=None):
+    """The view select (of ``fields``, None: all) WHERE every condition,
+    named by the column it tests: ``('uuid', 'project_id')`` is ``uuid =
+    :b_uuid AND project_id = :b_project_id``; a name ending in ``s``
+    tests ``IN :b_<name>`` of the column without it (``uuids``,
+    ``states``). Ordered by id, unless ``unordered`` is a condition
+    (pagination orders)."""
+    statement = sa.select(*_columns(fields)).select_from(_VIEW_FROM)
     for name in conditions:
         if name == 'unordered':
             continue
@@ -111,9 +150,9 @@ def _views(*conditions):
     return statement
 
 
-def _select_views(context, page=None, **filters):
+def _select_views(context, page=None, fields=None, **filters):
     """The views of the ARQs matching ``filters`` ({condition: value} as
-    ``_views`` names them; None values are left out)."""
+    ``_views`` names them; None values are left out), of ``fields``."""
     filters = {name: value for name, value in filters.items()
                if value is not None}
     names = sorted(filters)
@@ -122,22 +161,24 @@ def _select_views(context, page=None, **filters):
         # A marker of another project's ARQ is as unknown as any.
         scope = ({'project_id': filters['project_id']}
                  if 'project_id' in filters else None)
-        statement = pagination.apply(_views('unordered', *names), ARQ, page,
-                                     session=db_api.session(context),
-                                     marker_scope=scope)
+        statement = pagination.apply(
+            _views('unordered', *names, fields=fields), ARQ, page,
+            session=db_api.session(context), marker_scope=scope)
     else:
-        statement = _views(*names)
+        statement = _views(*names, fields=fields)
     profiles = {}
-    return [_view(row, profiles)
+    return [_view(row, profiles, fields)
             for row in _run(context, statement, **params)]
 
 
 @db_api.core_reader
 def get_all(context, project_id=None, instance_uuid=None, states_in=None,
-            page=None):
-    """ARQs visible to ``project_id`` (None: all), filtered in SQL."""
+            page=None, fields=None):
+    """ARQs visible to ``project_id`` (None: all), filtered in SQL; of
+    their ``fields`` only (such as SHOWN), the others None."""
     return _select_views(
-        context, page, project_id=project_id, instance_uuid=instance_uuid,
+        context, page, fields, project_id=project_id,
+        instance_uuid=instance_uuid,
         states=None if states_in is None else sorted(states_in))
 
 
@@ -408,23 +449,24 @@ _FREE = _AH.alias('free_handle')
 _FIRST_FREE = sa.select(sa.func.min(_FREE.c.id)).where(
     _FREE.c.deployable_id == _BIND_DEPLOYABLE.c.id,
     _FREE.c.in_use == sa.false()).scalar_subquery()
-# The views of the ARQs of a bind, each with every deployable of the
-# bind's providers (b_rp_uuids), its device's host and its first free
-# attach handle: one read for what a bind needs to know. A provider no
-# deployable has is in no row; an ARQ with none of them is in one row
-# with NULLs.
+# The views (of BINDING) of the ARQs of a bind, each with every
+# deployable of the bind's providers (b_rp_uuids), its device's host and
+# its first free attach handle: one read for what a bind needs to know.
+# A provider no deployable has is in no row; an ARQ with none of them is
+# in one row with NULLs.
 _BIND_VIEWS = sa.select(
-    *_VIEW_COLUMNS, _BIND_DEPLOYABLE.c.rp_uuid, _BIND_DEPLOYABLE.c.id,
+    *_columns(BINDING), _BIND_DEPLOYABLE.c.rp_uuid, _BIND_DEPLOYABLE.c.id,
     _BIND_DEPLOYABLE.c.uuid, _BIND_DEPLOYABLE.c.name,
     _BIND_DEVICE.c.hostname, _BIND_HANDLE.c.id, _BIND_HANDLE.c.uuid,
     _BIND_HANDLE.c.attach_type, _BIND_HANDLE.c.attach_info).select_from(
-    _VIEW_FROM.outerjoin(
+    # BINDING has no field of the ARQ's own handle or device.
+    _ARQ.join(_DP, _DP.c.id == _ARQ.c.device_profile_id).outerjoin(
         _BIND_DEPLOYABLE, _BIND_DEPLOYABLE.c.rp_uuid.in_(
             sa.bindparam('b_rp_uuids', expanding=True))).outerjoin(
         _BIND_DEVICE, _BIND_DEVICE.c.id == _BIND_DEPLOYABLE.c.device_id
     ).outerjoin(_BIND_HANDLE, _BIND_HANDLE.c.id == _FIRST_FREE)).where(
     _in(_ARQ.c.uuid)).order_by(_ARQ.c.id)
-_VIEW_WIDTH = len(_VIEW_COLUMNS)
+_VIEW_WIDTH = len(BINDING)
 
 
 def _read_for_bind(context, binds):
@@ -439,7 +481,7 @@ def _read_for_bind(context, binds):
     for row in _run(context, _BIND_VIEWS, b_uuids=sorted(binds),
                     b_rp_uuids=rp_uuids):
         if row[1] not in views:
-            views[row[1]] = _view(row[:_VIEW_WIDTH], profiles)
+            views[row[1]] = _view(row[:_VIEW_WIDTH], profiles, BINDING)
         rp_uuid, extra = row[_VIEW_WIDTH], row[_VIEW_WIDTH + 1:]
         if rp_uuid is None:
             continue
@@ -694,7 +736,8 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
     if uuids is not None:
         views = get_many(context, uuids, project_id)
     else:
-        views = get_all(context, project_id, instance_uuid=instance_uuid)
+        views = get_all(context, project_id, instance_uuid=instance_uuid,
+                        fields=HELD)
     _remove(context, views)
     if hosts_due is None:
         return views

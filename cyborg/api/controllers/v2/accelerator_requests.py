@@ -189,7 +189,7 @@ class AcceleratorRequestsController:
         wanted = states.RESOLVED if bind_state and not instance else None
         arqs = db_arqs.get_all(context, visible_project(context),
                                instance_uuid=instance, states_in=wanted,
-                               page=page)
+                               page=page, fields=db_arqs.SHOWN)
         if bind_state and instance and any(
                 arq.state not in states.RESOLVED for arq in arqs):
             raise exception.Locked(
