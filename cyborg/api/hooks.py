@@ -47,7 +47,9 @@ def make_context(environ):
 class ContextHook(hooks.PecanHook):
 
     def before(self, state):
-        state.request.context = make_context(state.request.environ)
+        environ = state.request.environ
+        state.request.context = environ[context.ENVIRON_KEY] = make_context(
+            environ)
 
 
 class ConductorAPIHook(hooks.PecanHook):

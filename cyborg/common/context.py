@@ -6,6 +6,8 @@ from oslo_context import context
 #: Roles of a service token that make a request a service's, unless the
 #: API says otherwise (``[api] service_token_roles``).
 SERVICE_ROLES = ('service',)
+#: Where the API keeps a request's context in its WSGI environ, once made.
+ENVIRON_KEY = 'cyborg.context'
 
 
 class RequestContext(context.RequestContext):

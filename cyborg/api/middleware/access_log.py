@@ -86,8 +86,12 @@ class AccessLog:
             return start_response(status_line, headers, exc_info)
 
         def log(length):
-            ctx = cyborg_context.RequestContext.from_environ(
-                environ, overwrite=False)
+            # The context the API made, unless the request was refused
+            # before (too large, no credentials): then one is made here.
+            ctx = environ.get(cyborg_context.ENVIRON_KEY)
+            if ctx is None:
+                ctx = cyborg_context.RequestContext.from_environ(
+                    environ, overwrite=False)
             LOG.info('%(client)s "%(line)s" status: %(status)s len: '
                      '%(length)d time: %(time).7f',
                      {'client': environ.get('REMOTE_ADDR', '-'),

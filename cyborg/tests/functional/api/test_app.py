@@ -15,6 +15,7 @@ from cyborg.api.controllers import root
 from cyborg.api.controllers import v2
 from cyborg.api import microversion
 from cyborg.api.middleware import access_log
+from cyborg.common import context as cyborg_context
 from cyborg.tests import base
 from cyborg.tests.functional.api import routes
 
@@ -308,6 +309,8 @@ class AccessLogTest(APITestCase):
             request.body = body
             request.content_type = 'application/json'
         response = request.get_response(self.app)
+        self.environ_context = request.environ.get(
+            cyborg_context.ENVIRON_KEY)
         # The server reads the body, then closes it.
         self.assertIsInstance(response.body, bytes)
         [record] = self.log.records
@@ -346,6 +349,14 @@ class AccessLogTest(APITestCase):
         self._line('/v2', token='bob:p1')
         self.assertEqual(('bob', 'p1'), (self.context.user_id,
                                          self.context.project_id))
+
+    def test_it_logs_with_the_context_the_api_made(self):
+        # The API's context (its is_admin from the roles), not another
+        # made again from the headers.
+        response, _line = self._line('/v2')
+        self.assertEqual(200, response.status_int)
+        self.assertTrue(self.context.is_admin)
+        self.assertIs(self.context, self.environ_context)
 
     def test_path_cannot_forge_a_line(self):
         response, line = self._line('/v2/x%0a1.2.3.4%20%22GET')
