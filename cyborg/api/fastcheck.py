@@ -109,15 +109,23 @@ def _property_checks(schema, format_checker):
     return checks
 
 
+def _length_checks(schema, least_key, most_key):
+    """The checks of a pair of bounds on a value's length (minLength and
+    maxLength, minItems and maxItems, minProperties and maxProperties)."""
+    checks = []
+    if least_key in schema:
+        least = schema[least_key]
+        checks.append(lambda value: len(value) >= least)
+    if most_key in schema:
+        most = schema[most_key]
+        checks.append(lambda value: len(value) <= most)
+    return checks
+
+
 def _object_checks(schema, format_checker):
     """The checks of the keywords that apply to objects."""
     checks = _property_checks(schema, format_checker)
-    if 'minProperties' in schema:
-        least = schema['minProperties']
-        checks.append(lambda value: len(value) >= least)
-    if 'maxProperties' in schema:
-        most = schema['maxProperties']
-        checks.append(lambda value: len(value) <= most)
+    checks += _length_checks(schema, 'minProperties', 'maxProperties')
     if 'propertyNames' in schema:
         name_check = build(schema['propertyNames'], format_checker)
         checks.append(lambda value: all(name_check(name) for name in value))
@@ -131,23 +139,11 @@ def _array_checks(schema, format_checker):
             raise Unsupported('items as a list')
         item = build(schema['items'], format_checker)
         checks.append(lambda value: all(item(each) for each in value))
-    if 'minItems' in schema:
-        least = schema['minItems']
-        checks.append(lambda value: len(value) >= least)
-    if 'maxItems' in schema:
-        most = schema['maxItems']
-        checks.append(lambda value: len(value) <= most)
-    return checks
+    return checks + _length_checks(schema, 'minItems', 'maxItems')
 
 
 def _string_checks(schema):
-    checks = []
-    if 'minLength' in schema:
-        least = schema['minLength']
-        checks.append(lambda value: len(value) >= least)
-    if 'maxLength' in schema:
-        most = schema['maxLength']
-        checks.append(lambda value: len(value) <= most)
+    checks = _length_checks(schema, 'minLength', 'maxLength')
     if 'pattern' in schema:
         search = re.compile(schema['pattern']).search
         checks.append(lambda value: search(value) is not None)
