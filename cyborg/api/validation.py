@@ -212,38 +212,37 @@ def _reason(error):
 #: Schemas whose Validator is kept (ours are fewer than a hundred).
 MAX_CACHED_VALIDATORS = 512
 
-# {id(schema): (schema, its Validator)}: a Validator is immutable, and
-# building one (its reference registry included) cost more than
-# validating a small body with it.
+# {id(schema): (schema, its Validator, its fastcheck function or None)}:
+# a Validator is immutable, and building one (its reference registry
+# included) cost more than validating a small body with it.
 _VALIDATORS = {}
 
 
-def _validator(schema):
-    """The Validator of ``schema``, built once per schema object (the
-    schemas are module constants; the schema is kept with its Validator
-    so that its id is not reused)."""
+def _compiled(schema):
+    """The Validator of ``schema`` and its ``fastcheck`` function (None
+    for a schema fastcheck does not compile), built once per schema
+    object (the schemas are module constants; the schema is kept with
+    them so that its id is not reused)."""
     cached = _VALIDATORS.get(id(schema))
     if cached is not None and cached[0] is schema:
-        return cached[1]
-    validator = Validator(schema, format_checker=_FORMATS)
+        return cached[1:]
+    cached = (schema, Validator(schema, format_checker=_FORMATS),
+              fastcheck.build_or_none(schema, _FORMATS))
     if len(_VALIDATORS) < MAX_CACHED_VALIDATORS:
-        _VALIDATORS[id(schema)] = (schema, validator)
-    return validator
+        _VALIDATORS[id(schema)] = cached
+    return cached[1:]
 
 
-# {id(schema): (schema, its fastcheck function or None)}, as _VALIDATORS.
-_FAST_CHECKS = {}
+def _validator(schema):
+    """The Validator of ``schema``, built once (``_compiled``)."""
+    return _compiled(schema)[0]
 
 
 def _valid_at_once(schema, doc):
     """Whether ``fastcheck`` says ``doc`` is valid against ``schema``
     (False also when it cannot tell: jsonschema then decides)."""
-    cached = _FAST_CHECKS.get(id(schema))
-    if cached is None or cached[0] is not schema:
-        cached = (schema, fastcheck.build_or_none(schema, _FORMATS))
-        if len(_FAST_CHECKS) < MAX_CACHED_VALIDATORS:
-            _FAST_CHECKS[id(schema)] = cached
-    return cached[1] is not None and cached[1](doc)
+    check = _compiled(schema)[1]
+    return check is not None and check(doc)
 
 
 def validate(schema, doc):

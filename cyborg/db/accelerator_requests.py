@@ -11,7 +11,8 @@ These are on the path of every server Nova boots, so they are SQLAlchemy
 Core statements built once, with bound parameters, in Core transactions
 (``db_api.core_reader`` and ``core_writer``: no ORM session is built):
 the ORM's query building and unit of work cost about as much CPU as the
-database round trips they save nothing on. An UPDATE
+database round trips they save nothing on. Their reads select only the
+fields their callers use (``SHOWN``, ``HELD``, ``BINDING``). An UPDATE
 without ``values()`` sets the columns named by its parameters; its WHERE
 parameters start with ``b_`` so they never collide with a column.
 """
@@ -730,9 +731,10 @@ def delete(context, uuids=None, instance_uuid=None, project_id=None,
            hosts_due=None):
     """Delete ARQs by uuid (all must exist, else 404 and nothing is
     deleted) or by instance; handles are released. Returns the views of
-    what was deleted; with ``hosts_due`` (``db.hosts.awaiting_report``),
-    also what it answers for the hosts of their devices' agents, read in
-    the same transaction."""
+    what was deleted (of their HELD fields, at least); with
+    ``hosts_due`` (``db.hosts.awaiting_report``), also what it answers
+    for the hosts of their devices' agents, read in the same
+    transaction."""
     if uuids is not None:
         views = get_many(context, uuids, project_id)
     else:

@@ -140,13 +140,16 @@ writer = _Writer()
 
 
 @contextlib.contextmanager
-def core_transaction():
+def core_transaction(writing=True):
     """A Core connection in a transaction of its own on the writer's
-    engine, raising as writers do: for one statement on the path of every
-    message, where an ORM session and enginefacade's context cost more
-    than the statement."""
-    with _database_answers(), _writers_turn():
-        with get_engine().begin() as connection:
+    engine, raising as writers do (``writing``: committed at the end,
+    taking turns on SQLite; otherwise rolled back): for statements on the
+    path of every message or boot, where an ORM session and
+    enginefacade's context cost more than the statements."""
+    turn = _writers_turn() if writing else contextlib.nullcontext()
+    with _database_answers(), turn:
+        engine = get_engine()
+        with (engine.begin() if writing else engine.connect()) as connection:
             yield connection
 
 
@@ -229,22 +232,23 @@ def _core(writing):
                         '%s writes within a reader' % func.__qualname__)
                 return func(context, *args, **kwargs)
             if _in_enginefacade(context):
-                return func(context, *args, **kwargs)
-            turn = _writers_turn() if writing else contextlib.nullcontext()
-            with _database_answers(), turn:
-                engine = get_engine()
-                with (engine.begin() if writing
-                      else engine.connect()) as conn:
-                    local.connection, local.writing = conn, writing
-                    try:
-                        result = func(context, *args, **kwargs)
-                        if local.session is not None:
-                            local.session.flush()
-                        return result
-                    finally:
-                        if local.session is not None:
-                            local.session.close()
-                        local.connection = local.session = None
+                if not writing:
+                    return func(context, *args, **kwargs)
+                # enginefacade refuses a writer within its reader (whose
+                # writes it would roll back) and joins its writer.
+                with context_manager.writer.using(context):
+                    return func(context, *args, **kwargs)
+            with core_transaction(writing) as conn:
+                local.connection, local.writing = conn, writing
+                try:
+                    result = func(context, *args, **kwargs)
+                    if local.session is not None:
+                        local.session.flush()
+                    return result
+                finally:
+                    if local.session is not None:
+                        local.session.close()
+                    local.connection = local.session = None
         if writing:
             wrapper.cyborg_writer = True
         return wrapper

@@ -130,6 +130,15 @@ class _CoreTransactionTests:
         # In enginefacade's transaction the core reader sees its write.
         self.assertEqual(1, _orm_insert(self.context, 5, then=count))
 
+    def test_a_writer_within_an_enginefacade_reader_raises(self):
+        @db_api.reader
+        def read_then_write(context):
+            _insert(context, 1)
+        # enginefacade's refusal to upgrade its reader: the row is not
+        # written into a transaction that would be rolled back.
+        self.assertRaises(TypeError, read_then_write, self.context)
+        self.assertEqual(0, _rows(self.context))
+
     def test_a_writer_within_a_reader_raises(self):
         def write(context):
             _insert(context, 1)
@@ -169,11 +178,7 @@ class _CoreTransactionTests:
         self.assertEqual(1, self._profiles())
 
     def _profiles(self):
-        @db_api.core_reader
-        def count(context):
-            return db_api.connection(context).exec_driver_sql(
-                'SELECT COUNT(*) FROM device_profiles').scalar()
-        return count(self.context)
+        return _profile_count(self.context)
 
     def test_a_copied_context_shares_the_transaction(self):
         def copied(context):
@@ -201,18 +206,18 @@ class UnavailableTest(base.TestCase):
         database = self.useFixture(cyborg_fixtures.Database(
             self, 'mysql', gated=True))
         context = cyborg_context.get_admin_context()
-        self.assertEqual(0, _connection_count(context))
+        self.assertEqual(0, _profile_count(context))
         database.engine.dispose()
         db_api.get_engine().dispose()
         database.gate.close()
-        self.assertRaises(exception.DatabaseUnavailable, _connection_count,
+        self.assertRaises(exception.DatabaseUnavailable, _profile_count,
                           context)
         self.assertRaises(exception.DatabaseUnavailable, _insert_profile,
                           context)
 
 
 @db_api.core_reader
-def _connection_count(context):
+def _profile_count(context):
     return db_api.connection(context).exec_driver_sql(
         'SELECT COUNT(*) FROM device_profiles').scalar()
 
