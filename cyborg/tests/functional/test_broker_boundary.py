@@ -259,7 +259,12 @@ class _BrokerBoundary(test_host_identity.CompromisedHost):
     def flood_the_heartbeat_channel(self):
         """Each conductor's channel logs the first refusal of a minute in
         full: the NaN heartbeat goes first, to one of them; RabbitMQ
-        hands the three huge ones round to both."""
+        hands the three huge ones round to both, once both read the
+        queue (until then all would go to the one that got the NaN, which
+        logs no more of them for a minute)."""
+        for daemon in (self.conductor, self.conductor2):
+            wait_for(lambda daemon=daemon: 'Reading heartbeats from queue'
+                     in daemon.output(), timeout=60)
         # A heartbeat signed with hostA's key whose time is not a number:
         # it would pass a freshness check for good.
         message = {'method': heartbeats.METHOD, 'version': '1.0',
