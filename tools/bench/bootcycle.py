@@ -224,6 +224,18 @@ class Cycles:
         self.seconds = time.perf_counter() - start
         return self
 
+    def add(self, other):
+        """These boots and those of ``other`` (another round of the same
+        phase): their latencies, errors, instances and seconds together."""
+        self.count += other.count
+        self.latencies += other.latencies
+        self.errors += other.errors
+        self.instances += other.instances
+        for name, times in other.steps.items():
+            self.steps[name] += times
+        self.seconds += other.seconds
+        return self
+
     def numbers(self):
         return {'summary': summary(self.latencies) if self.latencies
                 else None,

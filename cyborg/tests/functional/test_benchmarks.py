@@ -1,10 +1,15 @@
 """The benchmarks in tools/bench/ run, on a small inventory, and print
 the numbers they promise; the real runs are in doc/source/admin."""
 
+import argparse
+import importlib.machinery
+import importlib.util
 import json
 import os
 import subprocess
 import sys
+import tempfile
+from unittest import mock
 
 import testtools
 
@@ -21,6 +26,18 @@ def run_bench(test, name, *args):
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     test.assertEqual(0, result.returncode, result.stdout + result.stderr)
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _load_tool(filename):
+    """``tools/bench/<filename>``, loaded in this process."""
+    bench = os.path.join(TOP, 'tools', 'bench')
+    loader = importlib.machinery.SourceFileLoader(
+        'bench_' + filename.replace('.', '_'), os.path.join(bench, filename))
+    module = importlib.util.module_from_spec(
+        importlib.util.spec_from_loader(loader.name, loader))
+    with mock.patch.object(sys, 'path', [bench] + sys.path):
+        loader.exec_module(module)
+    return module
 
 
 class APIBenchmarkTest(testtools.TestCase):
@@ -72,6 +89,35 @@ class APIBenchmarkTest(testtools.TestCase):
         self.assertEqual((6, 6), (numbers['booted'], numbers['nova_events']))
         self.assertGreater(numbers['cycle_concurrent_server_cpu_ms'], 0)
         self.assertMetricsCounted(numbers, boots=(2, 4))
+
+    def test_beside_another_deployment_taking_turns(self):
+        # Another cyborg-aio stands in for upstream's reference: each
+        # phase runs in two rounds on each, and the ratios are printed.
+        apideploy = _load_tool('apideploy.py')
+        with tempfile.TemporaryDirectory() as tmp:
+            server, ready = apideploy.start_aio(
+                argparse.Namespace(metrics=False, db_url=None), None, tmp)
+            try:
+                numbers = run_bench(
+                    self, 'api', '--aio', '--lists', '0', '--cycles', '8',
+                    '--concurrency', '2', '--rounds', '2', '--upstream',
+                    ready['base_url'])
+            finally:
+                server.terminate()
+                server.wait(60)
+        other = numbers['upstream']
+        for side in (numbers, other):
+            self.assertEqual((4, 8, 0, 0, 2), (
+                side['cycle_sequential']['n'], side['cycle_concurrent']['n'],
+                side['cycle_sequential_errors'],
+                side['cycle_concurrent_errors'], side['rounds']))
+        self.assertEqual(ready['base_url'], other['target'])
+        # Ours counted its statements over both rounds; the other, with
+        # no metrics served, none.
+        self.assertMetricsCounted(numbers, boots=(4, 8))
+        self.assertIsNone(other['statements_per_boot'])
+        self.assertEqual({'cycle_sequential_p50', 'cycle_concurrent_per_s'},
+                         set(numbers['ratios']))
 
     def test_small_run_of_the_split_daemons(self):
         # Placement, cyborg-conductor, cyborg-agent and cyborg-api, each
