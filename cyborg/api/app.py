@@ -68,8 +68,11 @@ class PathDispatch:
 
 
 # pecan asks for the argument list of the controller method at every
-# request; each function's is looked for once.
+# request, and lists every controller's attributes a request walks
+# through; each function's argument list is looked for once, each
+# controller class's custom routes once.
 pecan_compat.cache_argspecs()
+pecan_compat.detect_routes_once()
 
 
 def pecan_app(conductor_api=None):
