@@ -2,17 +2,15 @@
 the numbers they promise; the real runs are in doc/source/admin."""
 
 import argparse
-import importlib.machinery
-import importlib.util
 import json
 import os
 import subprocess
 import sys
 import tempfile
-from unittest import mock
 
 import testtools
 
+from cyborg.tests import benchtools
 from cyborg.tests import services
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
@@ -26,18 +24,6 @@ def run_bench(test, name, *args):
         capture_output=True, text=True, timeout=300, stdin=subprocess.DEVNULL)
     test.assertEqual(0, result.returncode, result.stdout + result.stderr)
     return json.loads(result.stdout.strip().splitlines()[-1])
-
-
-def _load_tool(filename):
-    """``tools/bench/<filename>``, loaded in this process."""
-    bench = os.path.join(TOP, 'tools', 'bench')
-    loader = importlib.machinery.SourceFileLoader(
-        'bench_' + filename.replace('.', '_'), os.path.join(bench, filename))
-    module = importlib.util.module_from_spec(
-        importlib.util.spec_from_loader(loader.name, loader))
-    with mock.patch.object(sys, 'path', [bench] + sys.path):
-        loader.exec_module(module)
-    return module
 
 
 class APIBenchmarkTest(testtools.TestCase):
@@ -93,7 +79,7 @@ class APIBenchmarkTest(testtools.TestCase):
     def test_beside_another_deployment_taking_turns(self):
         # Another cyborg-aio stands in for upstream's reference: each
         # phase runs in two rounds on each, and the ratios are printed.
-        apideploy = _load_tool('apideploy.py')
+        apideploy = benchtools.load('apideploy.py')
         with tempfile.TemporaryDirectory() as tmp:
             server, ready = apideploy.start_aio(
                 argparse.Namespace(metrics=False, db_url=None), None, tmp)

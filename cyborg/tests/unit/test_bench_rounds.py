@@ -2,36 +2,18 @@
 two taking turns, and the numbers of a phase those of all its rounds."""
 
 import argparse
-import importlib.machinery
-import importlib.util
-import os
-import sys
 from unittest import mock
 
 import testtools
 
-TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), '..', '..',
-                                   '..'))
-BENCH = os.path.join(TOP, 'tools', 'bench')
-
-
-def _load(name):
-    """``tools/bench/<name>``, loaded in this process."""
-    path = os.path.join(BENCH, name)
-    loader = importlib.machinery.SourceFileLoader('bench_rounds_' + name,
-                                                  path)
-    module = importlib.util.module_from_spec(
-        importlib.util.spec_from_loader(loader.name, loader))
-    with mock.patch.object(sys, 'path', [BENCH] + sys.path):
-        loader.exec_module(module)
-    return module
+from cyborg.tests import benchtools
 
 
 class RoundsTest(testtools.TestCase):
 
     def setUp(self):
         super().setUp()
-        self.api = _load('api')
+        self.api = benchtools.load('api')
 
     def args(self, **kwargs):
         values = dict(cycles=20, concurrency=4, rounds=3, lists=0,

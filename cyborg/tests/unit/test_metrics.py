@@ -2,8 +2,6 @@
 listener."""
 
 import datetime
-import importlib.machinery
-import importlib.util
 import itertools
 import json
 import os
@@ -27,6 +25,7 @@ from cyborg.db import api as db_api
 from cyborg.db import hosts as db_hosts
 from cyborg.db import models
 from cyborg.tests import base
+from cyborg.tests import benchtools
 from cyborg.tests import fixtures as cyborg_fixtures
 
 
@@ -348,17 +347,6 @@ DASHBOARD = os.path.join(TOP, 'doc', 'source', 'admin',
                          'cyborg-dashboard.json')
 
 
-def _load_tool(name):
-    path = os.path.join(TOP, 'tools', 'bench', name)
-    loader = importlib.machinery.SourceFileLoader('bench_%s_test' % name,
-                                                  path)
-    module = importlib.util.module_from_spec(
-        importlib.util.spec_from_loader(loader.name, loader))
-    with mock.patch.object(sys, 'path', list(sys.path)):
-        loader.exec_module(module)
-    return module
-
-
 def served_names(conf):
     """Every sample name cyborg's daemons serve: the registry's metrics
     and the conductor's scrape-time gauges."""
@@ -383,7 +371,7 @@ class DashboardTest(base.TestCase):
         super().setUp()
         with open(DASHBOARD) as f:
             self.dashboard = json.load(f)
-        self.tool = _load_tool('dashboard')
+        self.tool = benchtools.load('dashboard')
 
     def test_dashboard_model(self):
         board = self.dashboard
