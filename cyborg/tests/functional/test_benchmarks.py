@@ -104,6 +104,25 @@ class APIBenchmarkTest(testtools.TestCase):
         self.assertIsNone(other['statements_per_boot'])
         self.assertEqual({'cycle_sequential_p50', 'cycle_concurrent_per_s'},
                          set(numbers['ratios']))
+        # What the boots cost the whole machine, on each side; the
+        # client's share is in it; and what 10x the other's rate at
+        # once would ask of this machine.
+        for side in (numbers, other):
+            for name in ('sequential', 'concurrent'):
+                machine = side['cycle_%s_machine_cpu_ms' % name]
+                self.assertGreater(side['cycle_%s_client_cpu_ms' % name], 0)
+                self.assertGreaterEqual(
+                    machine, side['cycle_%s_client_cpu_ms' % name])
+                # (From the unrounded cost.)
+                ceiling = 1000 * os.cpu_count() / machine
+                self.assertAlmostEqual(
+                    ceiling, side['cycle_%s_ceiling_per_s' % name],
+                    delta=ceiling / 100)
+        self.assertEqual(
+            (10, round(10 * other['cycle_concurrent_per_s'], 1),
+             numbers['cycle_concurrent_machine_cpu_ms']),
+            (numbers['tenfold']['factor'], numbers['tenfold']['per_s'],
+             numbers['tenfold']['ours_machine_cpu_ms']))
 
     def test_small_run_of_the_split_daemons(self):
         # Placement, cyborg-conductor, cyborg-agent and cyborg-api, each

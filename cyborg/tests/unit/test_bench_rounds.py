@@ -105,3 +105,64 @@ class RoundsTest(testtools.TestCase):
                           'statements_by_kind': {'select': 14, 'update': 8,
                                                  'delete': 1},
                           'binds_by_outcome': {'Bound': 2}}, total)
+
+
+class MachineCPUTest(testtools.TestCase):
+    """What a phase's boots cost the whole machine, and what 10x
+    upstream's rate at once asks of it."""
+
+    def setUp(self):
+        super().setUp()
+        self.api = benchtools.load('api')
+
+    def test_per_boot_and_the_ceiling_of_the_cores(self):
+        result = {}
+        self.api.machine_cpu(result, 'concurrent',
+                             {'machine': 3.6, 'client': 0.9}, 200, 2)
+        self.assertEqual({'cycle_concurrent_machine_cpu_ms': 18.0,
+                          'cycle_concurrent_client_cpu_ms': 4.5,
+                          # 2 cores, 18 ms each boot.
+                          'cycle_concurrent_ceiling_per_s': 111.1}, result)
+
+    def test_nothing_without_boots_or_a_reading(self):
+        result = {}
+        self.api.machine_cpu(result, 'sequential',
+                             {'machine': 1.0, 'client': 0.1}, 0, 2)
+        self.api.machine_cpu(result, 'sequential',
+                             {'machine': 0.0, 'client': 0.0}, 10, 2)
+        self.assertEqual({}, result)
+
+    def test_tenfold_upstream(self):
+        ours = {'cycle_concurrent_machine_cpu_ms': 18.0}
+        self.assertEqual(
+            {'factor': 10, 'per_s': 115.0, 'machine_cpu_ms_at_most': 17.4,
+             'ours_machine_cpu_ms': 18.0},
+            self.api.tenfold(ours, {'cycle_concurrent_per_s': 11.5}, 2))
+        self.assertIsNone(self.api.tenfold(
+            {}, {'cycle_concurrent_per_s': 11.5}, 2))
+        self.assertIsNone(self.api.tenfold(
+            ours, {'cycle_concurrent_per_s': None}, 2))
+
+    def test_read_around_each_round(self):
+        readings = iter([{'machine': 10.0, 'client': 1.0},
+                         {'machine': 12.0, 'client': 1.5},
+                         {'machine': 20.0, 'client': 2.0},
+                         {'machine': 21.0, 'client': 2.2}])
+        side = self.api.Side.__new__(self.api.Side)
+        side.metrics = {}
+        side.pids = {}
+        side.client = side.nova = None
+        side.ready = {'rp_uuids': []}
+        side.runs = {'concurrent': self.api.bootcycle.Cycles(0, 1)}
+        side.cpu = {'concurrent': {}}
+        side.machine = {'concurrent': {'machine': 0.0, 'client': 0.0}}
+        run = self.api.bootcycle.Cycles(0, 1)
+        with mock.patch.object(self.api, 'machine_seconds',
+                               side_effect=lambda: next(readings)), \
+                mock.patch.object(self.api.bootcycle.Cycles, 'run',
+                                  return_value=run):
+            side.run('concurrent', 5, 2)
+            side.run('concurrent', 5, 2)
+        self.assertEqual({'machine': 3.0, 'client': 0.7},
+                         {k: round(v, 6) for k, v in
+                          side.machine['concurrent'].items()})
