@@ -102,8 +102,13 @@ class APIBenchmarkTest(testtools.TestCase):
         # no metrics served, none.
         self.assertMetricsCounted(numbers, boots=(4, 8))
         self.assertIsNone(other['statements_per_boot'])
-        self.assertEqual({'cycle_sequential_p50', 'cycle_concurrent_per_s'},
+        self.assertEqual({'cycle_sequential_p50', 'cycle_concurrent_per_s',
+                          'sequential_machine_cpu', 'concurrent_machine_cpu'},
                          set(numbers['ratios']))
+        self.assertAlmostEqual(
+            other['cycle_concurrent_machine_cpu_ms']
+            / numbers['cycle_concurrent_machine_cpu_ms'],
+            numbers['ratios']['concurrent_machine_cpu'], places=2)
         # What the boots cost the whole machine, on each side; the
         # client's share is in it; and what 10x the other's rate at
         # once would ask of this machine.

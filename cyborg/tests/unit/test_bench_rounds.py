@@ -166,3 +166,22 @@ class MachineCPUTest(testtools.TestCase):
         self.assertEqual({'machine': 3.0, 'client': 0.7},
                          {k: round(v, 6) for k, v in
                           side.machine['concurrent'].items()})
+
+    def test_ratios_of_the_machines_cpu(self):
+        ours = {'cycle_sequential': {'p50_ms': 12.0},
+                'cycle_concurrent_per_s': 80.0,
+                'cycle_sequential_machine_cpu_ms': 16.0,
+                'cycle_concurrent_machine_cpu_ms': 18.0}
+        upstream = {'cycle_sequential': {'p50_ms': 120.0},
+                    'cycle_concurrent_per_s': 10.0,
+                    'cycle_sequential_machine_cpu_ms': 88.0,
+                    'cycle_concurrent_machine_cpu_ms': 135.0}
+        self.assertEqual({'cycle_sequential_p50': 10.0,
+                          'cycle_concurrent_per_s': 8.0,
+                          'sequential_machine_cpu': 5.5,
+                          'concurrent_machine_cpu': 7.5},
+                         self.api.ratios(ours, upstream))
+        # A side without the reading: no such ratio.
+        del upstream['cycle_concurrent_machine_cpu_ms']
+        self.assertNotIn('concurrent_machine_cpu',
+                         self.api.ratios(ours, upstream))
