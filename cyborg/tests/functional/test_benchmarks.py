@@ -102,32 +102,41 @@ class APIBenchmarkTest(testtools.TestCase):
         # no metrics served, none.
         self.assertMetricsCounted(numbers, boots=(4, 8))
         self.assertIsNone(other['statements_per_boot'])
-        self.assertEqual({'cycle_sequential_p50', 'cycle_concurrent_per_s',
-                          'sequential_machine_cpu', 'concurrent_machine_cpu'},
-                         set(numbers['ratios']))
-        self.assertAlmostEqual(
-            other['cycle_concurrent_machine_cpu_ms']
-            / numbers['cycle_concurrent_machine_cpu_ms'],
-            numbers['ratios']['concurrent_machine_cpu'], places=2)
-        # What the boots cost the whole machine, on each side; the
-        # client's share is in it; and what 10x the other's rate at
-        # once would ask of this machine.
-        for side in (numbers, other):
-            for name in ('sequential', 'concurrent'):
-                machine = side['cycle_%s_machine_cpu_ms' % name]
-                self.assertGreater(side['cycle_%s_client_cpu_ms' % name], 0)
-                self.assertGreaterEqual(
-                    machine, side['cycle_%s_client_cpu_ms' % name])
-                # (From the unrounded cost.)
-                ceiling = 1000 * os.cpu_count() / machine
-                self.assertAlmostEqual(
-                    ceiling, side['cycle_%s_ceiling_per_s' % name],
-                    delta=ceiling / 100)
-        self.assertEqual(
-            (10, round(10 * other['cycle_concurrent_per_s'], 1),
-             numbers['cycle_concurrent_machine_cpu_ms']),
-            (numbers['tenfold']['factor'], numbers['tenfold']['per_s'],
-             numbers['tenfold']['ours_machine_cpu_ms']))
+        self.assertLessEqual(
+            {'cycle_sequential_p50', 'cycle_concurrent_per_s'},
+            set(numbers['ratios']))
+        # What the boots cost the whole machine, on each side, and what
+        # 10x the other's rate at once would ask of this machine. The
+        # machine's busy time comes in ticks of /proc/stat: a phase this
+        # short may see none, and then says nothing of it.
+        readings = [(side, name) for side in (numbers, other)
+                    for name in ('sequential', 'concurrent')
+                    if 'cycle_%s_machine_cpu_ms' % name in side]
+        self.assertTrue(readings)
+        for side, name in readings:
+            machine = side['cycle_%s_machine_cpu_ms' % name]
+            self.assertGreater(machine, 0)
+            self.assertGreaterEqual(side['cycle_%s_client_cpu_ms' % name], 0)
+            # (From the unrounded cost.)
+            ceiling = 1000 * os.cpu_count() / machine
+            self.assertAlmostEqual(
+                ceiling, side['cycle_%s_ceiling_per_s' % name],
+                delta=ceiling / 100)
+            ratio = numbers['ratios'].get('%s_machine_cpu' % name)
+            mine = numbers.get('cycle_%s_machine_cpu_ms' % name)
+            theirs = other.get('cycle_%s_machine_cpu_ms' % name)
+            self.assertEqual(mine is not None and theirs is not None,
+                             ratio is not None)
+            if ratio is not None:
+                self.assertAlmostEqual(theirs / mine, ratio, delta=0.006)
+        if 'cycle_concurrent_machine_cpu_ms' in numbers:
+            self.assertEqual(
+                (10, round(10 * other['cycle_concurrent_per_s'], 1),
+                 numbers['cycle_concurrent_machine_cpu_ms']),
+                (numbers['tenfold']['factor'], numbers['tenfold']['per_s'],
+                 numbers['tenfold']['ours_machine_cpu_ms']))
+        else:
+            self.assertIsNone(numbers['tenfold'])
 
     def test_small_run_of_the_split_daemons(self):
         # Placement, cyborg-conductor, cyborg-agent and cyborg-api, each
