@@ -37,7 +37,7 @@ _INBOUND = 'HTTP_' + request_id.INBOUND_HEADER.upper().replace('-', '_')
 _HEADER = request_id.HTTP_RESP_HEADER_REQUEST_ID
 
 
-def _no_body_for_head(environ, body):
+def no_body_for_head(environ, body):
     """``body``, or nothing (closing it) for a HEAD request."""
     if environ.get('REQUEST_METHOD') != 'HEAD':
         return body
@@ -64,7 +64,7 @@ class RequestId:
             if not any(name.lower() == _HEADER for name, _v in headers):
                 headers = list(headers) + [(_HEADER, req_id)]
             return start_response(status, headers, exc_info)
-        return _no_body_for_head(environ, self.app(environ, start_with_id))
+        return no_body_for_head(environ, self.app(environ, start_with_id))
 
 
 class CORS:
@@ -79,7 +79,7 @@ class CORS:
         if ('HTTP_ORIGIN' in environ
                 or environ.get('REQUEST_METHOD') == 'OPTIONS'):
             return self.cors(environ, start_response)
-        return _no_body_for_head(environ, self.app(environ, start_response))
+        return no_body_for_head(environ, self.app(environ, start_response))
 
 
 class ProxyHeaders:
@@ -94,4 +94,4 @@ class ProxyHeaders:
         if middleware_compat.option(self.proxy,
                                     'enable_proxy_headers_parsing'):
             return self.proxy(environ, start_response)
-        return _no_body_for_head(environ, self.app(environ, start_response))
+        return no_body_for_head(environ, self.app(environ, start_response))

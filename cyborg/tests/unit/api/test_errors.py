@@ -1,6 +1,7 @@
 """Exceptions and error responses: status mapping and the envelope."""
 
 import json
+from unittest import mock
 
 import fixtures
 import oslo_messaging
@@ -167,6 +168,113 @@ class ParsableErrorMiddlewareTest(testtools.TestCase):
         fault = fault_of(response)
         self.assertEqual(errors.GENERIC_MESSAGE, fault['faultstring'])
         self.assertNotIn('internal detail', response.text)
+
+
+class _Body(list):
+    """An application's body that knows whether it was closed."""
+
+    closed = False
+
+    def close(self):
+        self.closed = True
+
+
+def _call(app, method='GET'):
+    """(status, headers, body bytes, the iterable returned) of ``app``
+    called as a WSGI server calls it."""
+    started = []
+    environ = webob.Request.blank('/v2/x', method=method).environ
+    returned = app(environ, lambda status, headers, exc_info=None:
+                   started.append((status, headers)))
+    body = b''.join(returned)
+    return started[-1][0], dict(started[-1][1]), body, returned
+
+
+class LeanParsableErrorTest(testtools.TestCase):
+    """The middleware in plain WSGI: what it passes on untouched, and the
+    applications that answer in the ways WSGI allows."""
+
+    def test_a_success_goes_through_as_made(self):
+        body = _Body([b'{"a": 1}'])
+
+        def app(environ, start_response):
+            start_response('200 OK', [('Content-Type', 'application/json')])
+            return body
+        environ = webob.Request.blank('/v2/x').environ
+        started = []
+        with mock.patch('webob.request.BaseRequest.__init__',
+                        side_effect=AssertionError('a webob request')):
+            returned = parsable_error.ParsableErrorMiddleware(app)(
+                environ, lambda *args: started.append(args))
+        # The application's own iterable, no webob request made for it.
+        self.assertIs(body, returned)
+        status, _headers, content, _ = _call(
+            parsable_error.ParsableErrorMiddleware(app))
+        self.assertEqual(('200 OK', b'{"a": 1}'), (status, content))
+
+    def test_a_head_answer_sends_no_body(self):
+        body = _Body([b'x'])
+
+        def app(environ, start_response):
+            start_response('404 Not Found', [('Content-Length', '1')])
+            return body
+        status, headers, content, _ = _call(
+            parsable_error.ParsableErrorMiddleware(app), method='HEAD')
+        self.assertEqual(('404 Not Found', '1', b''),
+                         (status, headers['Content-Length'], content))
+        self.assertTrue(body.closed)
+
+    def test_start_response_once_iterated(self):
+        def app(status, chunks):
+            def wsgi(environ, start_response):
+                start_response(status, [('Content-Type', 'text/plain')])
+                yield from chunks
+            return parsable_error.ParsableErrorMiddleware(wsgi)
+        status, _headers, content, _ = _call(app('200 OK', [b'a', b'b']))
+        self.assertEqual(('200 OK', b'ab'), (status, content))
+        status, headers, content, _ = _call(
+            app('409 Conflict', [b'taken ', b'already']))
+        self.assertEqual('409 Conflict', status)
+        self.assertEqual('application/json', headers['Content-Type'])
+        self.assertEqual('Conflict',
+                         json.loads(json.loads(content)['error_message'])[
+                             'faultstring'])
+
+    def test_an_error_written_and_returned_is_read_whole(self):
+        body = _Body([b'"error": {"message": "no such thing"}}'])
+
+        def app(environ, start_response):
+            write = start_response('404 Not Found',
+                                   [('Content-Type', 'application/json')])
+            write(b'{')
+            return body
+        status, headers, content, _ = _call(
+            parsable_error.ParsableErrorMiddleware(app))
+        self.assertEqual('404 Not Found', status)
+        self.assertEqual('no such thing', json.loads(json.loads(content)[
+            'error_message'])['faultstring'])
+        self.assertEqual(str(len(content)), headers['Content-Length'])
+        self.assertTrue(body.closed)
+
+    def test_failures_while_the_body_is_read_are_a_generic_500(self):
+        self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+
+        def failing(status):
+            def app(environ, start_response):
+                start_response(status, [])
+                yield b'part'
+                raise ValueError('internal detail')
+            return parsable_error.ParsableErrorMiddleware(app)
+        status, _headers, content, _ = _call(failing('500 Oops'))
+        self.assertEqual('500 Internal Server Error', status)
+        self.assertNotIn(b'internal detail', content)
+
+    def test_an_application_that_never_starts_is_a_500(self):
+        self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+        status, _headers, _content, _ = _call(
+            parsable_error.ParsableErrorMiddleware(
+                lambda environ, start_response: _Body()))
+        self.assertEqual('500 Internal Server Error', status)
 
 
 class _Raiser:
