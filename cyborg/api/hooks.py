@@ -28,6 +28,8 @@ from cyborg import conf as cyborg_conf
 ADMIN_ROLE = 'admin'
 JSON = 'application/json'
 _V2_KEY = 'cyborg.api.v2'
+# The Accept header in a WSGI environ.
+_ACCEPT = 'HTTP_ACCEPT'
 
 
 def make_context(environ):
@@ -103,12 +105,18 @@ class AcceptHook(hooks.PecanHook):
                 closest = (rank, quality)
         return closest is not None and closest[1] > 0
 
+    #: Values that name JSON or anything, alone (what python-requests
+    #: and keystoneauth send): admitted without webob's parse.
+    _PLAIN = frozenset([JSON, '*/*'])
+
     def on_route(self, state):
         request = state.request
-        if not self.admits_json(request.accept):
+        environ = request.environ
+        if environ.get(_ACCEPT, JSON) not in self._PLAIN and (
+                not self.admits_json(request.accept)):
             raise exception.JSONNotAccepted(
                 accept=request.headers.get('Accept'))
-        request.headers.pop('Accept', None)
+        environ.pop(_ACCEPT, None)
 
 
 class MicroversionHook(hooks.PecanHook):
@@ -122,7 +130,7 @@ class MicroversionHook(hooks.PecanHook):
         request.version = None
         if root.route_version(request.path_info) == root.V2:
             request.environ[_V2_KEY] = True
-            request.version = microversion.parse(request.headers)
+            request.version = microversion.parse_environ(request.environ)
             resource = root.v2_resource(request.path_info)
             since = v2.MIN_VERSIONS.get(resource)
             if since:

@@ -9,6 +9,7 @@ line in ``VERSIONS`` and one section in
 
 import microversion_parse
 from oslo_log import log as logging
+import webob.headers
 
 from cyborg.common import exception
 from cyborg.i18n import _
@@ -83,6 +84,19 @@ def parse(headers):
               '%(min)s and maximum is %(max)s.') % {
                 'version': version, 'min': MIN_VERSION, 'max': MAX_VERSION})
     return version
+
+
+#: The header in a WSGI environ.
+ENVIRON_KEY = 'HTTP_' + HEADER.upper().replace('-', '_')
+
+
+def parse_environ(environ):
+    """``parse`` of a WSGI request's headers. A request without the
+    header (Nova sends none) is the minimum at once: microversion-parse
+    would fold every header of the request only to find it missing."""
+    if ENVIRON_KEY not in environ:
+        return MIN_VERSION
+    return parse(webob.headers.EnvironHeaders(environ))
 
 
 def response_headers(version=None):

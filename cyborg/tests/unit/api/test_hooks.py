@@ -1,5 +1,7 @@
 """The request context and the conductor client the hooks provide."""
 
+from unittest import mock
+
 import webob
 
 from cyborg.api import hooks
@@ -98,6 +100,17 @@ class AcceptHookTest(base.TestCase):
                        'text/html,application/xhtml+xml,*/*;q=0.8',
                        'application/json; charset=utf-8'):
             self.assertNotIn('Accept', self._route(accept).headers, accept)
+
+    def test_plain_values_admitted_without_parsing(self):
+        with mock.patch('webob.acceptparse.create_accept_header',
+                        side_effect=AssertionError('parsed')):
+            for accept in (None, 'application/json', '*/*'):
+                self.assertNotIn('Accept', self._route(accept).headers,
+                                 accept)
+        # Any other value is parsed.
+        with mock.patch('webob.acceptparse.create_accept_header',
+                        side_effect=AssertionError('parsed')):
+            self.assertRaises(AssertionError, self._route, 'application/*')
 
     def test_json_refused_is_406(self):
         for accept in ('text/html', 'application/xml', 'text/*',

@@ -1,6 +1,7 @@
 """Parsing of the OpenStack-API-Version header and the version list."""
 
 import os
+from unittest import mock
 
 import testtools
 import webob
@@ -19,6 +20,32 @@ def parse(value=None):
     if value is not None:
         headers[microversion.HEADER] = value
     return str(microversion.parse(headers))
+
+
+class ParseEnvironTest(testtools.TestCase):
+    """A WSGI request's version, read from its environ."""
+
+    def test_without_the_header_the_minimum_unparsed(self):
+        environ = webob.Request.blank('/v2', headers={
+            'Accept': 'application/json', 'X-Other': 'a'}).environ
+        with mock.patch.object(microversion.microversion_parse,
+                               'get_version',
+                               side_effect=AssertionError('parsed')):
+            self.assertEqual(microversion.MIN_VERSION,
+                             microversion.parse_environ(environ))
+
+    def test_with_the_header_as_parse_says(self):
+        for value in ('accelerator 2.2', 'latest', '2.1',
+                      'accelerator latest', 'compute 2.60'):
+            environ = webob.Request.blank(
+                '/v2', headers={microversion.HEADER: value}).environ
+            self.assertEqual(parse(value),
+                             str(microversion.parse_environ(environ)), value)
+        for value in ('accelerator 9.9', 'accelerator x'):
+            environ = webob.Request.blank(
+                '/v2', headers={microversion.HEADER: value}).environ
+            self.assertRaises(exception.InvalidAPIVersion,
+                              microversion.parse_environ, environ)
 
 
 class ParseTest(testtools.TestCase):
