@@ -7,6 +7,8 @@ envelope of ``cyborg.api.errors``, keeping the status and the other
 headers. It is also the last safety net for an exception that escaped.
 """
 
+import sys
+
 from oslo_serialization import jsonutils
 import webob
 
@@ -83,14 +85,16 @@ class ParsableErrorMiddleware:
             body = self.app(environ, answer.start)
             if answer.status is None:
                 body = answer.first_chunk(body)
+            if not answer.held:
+                answer.pass_on()
         except Exception as exc:
-            return exception_response(exc)(environ, start_response)
+            return _failed(exc, environ, start_response, answer)
         if not answer.held:
             return lean.no_body_for_head(environ, body)
         try:
             content = answer.read(body)
         except Exception as exc:
-            return exception_response(exc)(environ, start_response)
+            return _failed(exc, environ, start_response, answer)
         response = webob.Response(status=answer.status,
                                   headerlist=list(answer.headers))
         response.body = content
@@ -100,26 +104,55 @@ class ParsableErrorMiddleware:
         return response(environ, start_response)
 
 
+def _failed(exc, environ, start_response, answer):
+    """The error response for ``exc``, raised while the application
+    answered. When the server was given a success already (only an
+    application that wrote with ``write()`` does that), the error is
+    started with the exception's ``exc_info``, as WSGI asks of a second
+    ``start_response``."""
+    if not answer.started:
+        return exception_response(exc)(environ, start_response)
+    info = sys.exc_info()
+
+    def restart(status, headers, _exc_info=None):
+        return start_response(status, headers, info)
+    return exception_response(exc)(environ, restart)
+
+
 class _Answer:
-    """What the application answered: passed on to the server at once for
-    a success or a HEAD, held back for an error (``held``)."""
+    """What the application answered: a success or an answer to HEAD is
+    passed on to the server once the application returned (``pass_on``;
+    at its first ``write()`` if it writes), so that an exception raised
+    before still gets the error envelope; an error is held back
+    (``held``)."""
 
     def __init__(self, environ, start_response):
         self.environ = environ
         self.start_response = start_response
-        self.status = self.headers = None
+        self.status = self.headers = self.exc_info = None
         self.held = False
+        #: Whether the server was given the answer's status and headers.
+        self.started = False
         #: What a held answer wrote with ``write()``.
         self.written = []
+        self._server_write = None
 
     def start(self, status, headers, exc_info=None):
-        self.status, self.headers = status, headers
-        if (int(status.split(' ', 1)[0]) < 400
-                or self.environ.get('REQUEST_METHOD') == 'HEAD'):
-            self.held = False
-            return self.start_response(status, headers, exc_info)
-        self.held = True
-        return self.written.append
+        self.status, self.headers, self.exc_info = status, headers, exc_info
+        self.held = (int(status.split(' ', 1)[0]) >= 400
+                     and self.environ.get('REQUEST_METHOD') != 'HEAD')
+        return self.written.append if self.held else self._write
+
+    def pass_on(self):
+        """Give the server the answer's status and headers, once."""
+        if not self.started:
+            self._server_write = self.start_response(
+                self.status, self.headers, self.exc_info)
+            self.started = True
+
+    def _write(self, data):
+        self.pass_on()
+        self._server_write(data)
 
     def first_chunk(self, body):
         """``body`` again, once its first chunk made the application

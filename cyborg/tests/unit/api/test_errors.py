@@ -269,6 +269,48 @@ class LeanParsableErrorTest(testtools.TestCase):
         self.assertEqual('500 Internal Server Error', status)
         self.assertNotIn(b'internal detail', content)
 
+    def test_a_started_success_that_fails_is_an_error(self):
+        self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+
+        def app(environ, start_response):
+            start_response('200 OK', [('Content-Type', 'text/plain')])
+            raise ValueError('internal detail')
+        status, headers, body, _ = _call(
+            parsable_error.ParsableErrorMiddleware(app))
+        self.assertEqual(('500 Internal Server Error', 'application/json'),
+                         (status, headers['Content-Type']))
+        self.assertNotIn(b'internal detail', body)
+
+    def test_started_once_and_before_what_is_written(self):
+        events = []
+
+        def app(environ, start_response):
+            write = start_response('200 OK', [('X-A', 'b')])
+            write(b'a')
+            return [b'b']
+
+        def start_response(status, headers, exc_info=None):
+            events.append(('start', status))
+            return lambda data: events.append(('write', data))
+        environ = webob.Request.blank('/v2/x').environ
+        body = parsable_error.ParsableErrorMiddleware(app)(environ,
+                                                           start_response)
+        self.assertEqual([('start', '200 OK'), ('write', b'a')], events)
+        self.assertEqual([b'b'], list(body))
+
+        def failing(environ, start_response):
+            start_response('200 OK', [])(b'a')
+            raise ValueError('late')
+        self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
+        started = []
+        parsable_error.ParsableErrorMiddleware(failing)(
+            environ, lambda *args: started.append(args) or (lambda d: None))
+        # Written already: the error replaces the success with exc_info,
+        # as WSGI asks of a second start_response.
+        self.assertEqual(['200 OK', '500 Internal Server Error'],
+                         [args[0] for args in started])
+        self.assertIsInstance(started[1][2][1], ValueError)
+
     def test_an_application_that_never_starts_is_a_500(self):
         self.useFixture(fixtures.FakeLogger('cyborg.api.errors'))
         status, _headers, _content, _ = _call(
