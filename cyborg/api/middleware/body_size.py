@@ -14,6 +14,7 @@ from http import client as http
 
 from oslo_middleware import sizelimit
 import webob
+from webob import descriptors
 
 from cyborg.api.middleware import parsable_error
 from cyborg.compat import oslo_middleware as middleware_compat
@@ -29,7 +30,9 @@ class BodySizeLimit(sizelimit.RequestBodySizeLimiter):
 
     def __call__(self, environ, start_response):
         limit = middleware_compat.option(self, 'max_request_body_size')
-        length = _content_length(environ)
+        # The Content-Length as webob reads it: None when missing or
+        # not a number.
+        length = descriptors.parse_int_safe(environ.get('CONTENT_LENGTH'))
         if length is not None and length > limit:
             return parsable_error.error_response(
                 http.REQUEST_ENTITY_TOO_LARGE,
@@ -44,14 +47,3 @@ class BodySizeLimit(sizelimit.RequestBodySizeLimiter):
                                                          limit)
         return self.application(environ, start_response)
 
-
-def _content_length(environ):
-    """The request's Content-Length as webob reads it: None when missing
-    or not a number."""
-    value = environ.get('CONTENT_LENGTH')
-    if not value:
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        return None
